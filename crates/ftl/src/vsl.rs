@@ -1,0 +1,606 @@
+use nand::{CellTiming, Geometry, NandArray};
+use serde::Serialize;
+use sim::Nanos;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+const UNMAPPED: u32 = u32::MAX;
+
+/// How GC picks the erase unit to reclaim.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GcPolicy {
+    /// Fewest valid slots (Rosenblum & Ousterhout's greedy cleaner).
+    Greedy,
+    /// Highest (1-u)/(2u) × age (Rosenblum & Ousterhout, LFS, 1992).
+    CostBenefit,
+}
+
+impl std::str::FromStr for GcPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "greedy" => Ok(GcPolicy::Greedy),
+            "cost-benefit" | "cb" => Ok(GcPolicy::CostBenefit),
+            _ => Err(format!(
+                "unknown GC policy '{s}' (expected greedy or cost-benefit)"
+            )),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FtlError {
+    #[error("sector range {start}+{count} is beyond the formatted {capacity} sectors")]
+    OutOfRange {
+        start: u64,
+        count: u64,
+        capacity: u64,
+    },
+    #[error("invalid FTL configuration: {0}")]
+    Config(String),
+}
+
+/// Everything needed to build one device's FTL.
+#[derive(Clone, Debug, Serialize)]
+pub struct FtlConfig {
+    pub geometry: Geometry,
+    pub timing: CellTiming,
+    /// Formatted logical sector size, 512 or 4096.
+    pub sector_bytes: u32,
+    /// Formatted capacity in sectors.
+    pub user_sectors: u64,
+    /// Erase units set aside (metadata, bad-block replacement): never used.
+    pub reserved_lebs: u32,
+    pub gc_policy: GcPolicy,
+    /// Foreground GC keeps at least this many erase units free.
+    pub gc_reserve_lebs: u32,
+    /// Idle-time GC works while fewer than this many erase units are free.
+    pub gc_background_lebs: u32,
+    /// Power-cut-protected write buffer.
+    pub buffer_bytes: u64,
+    /// Erase-count spread (max - min) that triggers static wear levelling.
+    pub wear_level_spread: u32,
+    /// Keep each slot's out-of-band sequence number (the host write that
+    /// produced its data). Costs 8 bytes per physical slot; tests and the
+    /// data-carrying modes turn it on.
+    pub track_sequence: bool,
+}
+
+impl FtlConfig {
+    pub fn slots_per_unit(&self) -> u32 {
+        (self.geometry.write_unit_bytes() / self.sector_bytes as u64) as u32
+    }
+    pub fn slots_per_leb(&self) -> u32 {
+        self.slots_per_unit() * self.geometry.units_per_leb()
+    }
+    /// Erase units available to the log: all minus the reserved ones.
+    pub fn usable_lebs(&self) -> u32 {
+        self.geometry.lebs().saturating_sub(self.reserved_lebs)
+    }
+    /// Largest formattable capacity, in sectors: every usable erase unit but
+    /// the GC reserve and one more (the open frontier) may hold user data.
+    pub fn max_user_sectors(&self) -> u64 {
+        let spare = self.gc_reserve_lebs as u64 + 1;
+        (self.usable_lebs() as u64).saturating_sub(spare) * self.slots_per_leb() as u64
+    }
+    /// Spare factor: 1 - user / (usable physical space).
+    pub fn spare_factor(&self) -> f64 {
+        let phys = self.usable_lebs() as f64 * self.slots_per_leb() as f64;
+        1.0 - self.user_sectors as f64 / phys
+    }
+
+    pub fn validate(&self) -> Result<(), FtlError> {
+        self.geometry.validate().map_err(FtlError::Config)?;
+        let c = |m: String| Err(FtlError::Config(m));
+        if self.sector_bytes != 512 && self.sector_bytes != 4096 {
+            return c(format!(
+                "sector size {} (expected 512 or 4096)",
+                self.sector_bytes
+            ));
+        }
+        if self.geometry.page_bytes < self.sector_bytes {
+            return c("NAND page smaller than a sector".into());
+        }
+        if self.user_sectors == 0 {
+            return c("formatted capacity is zero".into());
+        }
+        if self.gc_reserve_lebs < 2 {
+            return c("GC needs at least 2 reserved free erase units".into());
+        }
+        let phys_slots = self.geometry.lebs() as u64 * self.slots_per_leb() as u64;
+        if phys_slots >= UNMAPPED as u64 || self.user_sectors >= UNMAPPED as u64 {
+            return c(format!(
+                "{phys_slots} physical slots exceed the 32-bit map; use 4096-byte sectors or a smaller device"
+            ));
+        }
+        if self.user_sectors > self.max_user_sectors() {
+            return c(format!(
+                "formatted capacity {} B leaves no spare erase units (at most {} B fits with {} reserved and {} for GC)",
+                self.user_sectors * self.sector_bytes as u64,
+                self.max_user_sectors() * self.sector_bytes as u64,
+                self.reserved_lebs,
+                self.gc_reserve_lebs + 1
+            ));
+        }
+        let unit_slots = self.slots_per_unit() as u64;
+        if self.buffer_bytes / (self.sector_bytes as u64) < 2 * unit_slots {
+            return c("write buffer must hold at least two write units".into());
+        }
+        Ok(())
+    }
+}
+
+/// Host and media counters, cumulative since the device was built.
+#[derive(Copy, Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct FtlStats {
+    pub host_sectors_written: u64,
+    pub host_sectors_read: u64,
+    pub host_sectors_trimmed: u64,
+    pub gc_sectors_moved: u64,
+    pub gc_runs: u64,
+    pub wear_level_runs: u64,
+    pub erases: u64,
+    /// Host writes that had to wait for the write buffer to drain.
+    pub buffer_waits: u64,
+}
+
+impl FtlStats {
+    /// NAND sectors programmed per host sector written.
+    pub fn write_amplification(&self) -> f64 {
+        if self.host_sectors_written == 0 {
+            return 0.0;
+        }
+        (self.host_sectors_written + self.gc_sectors_moved) as f64
+            / self.host_sectors_written as f64
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum LebState {
+    Free,
+    Open,
+    Closed,
+    Reserved,
+}
+
+/// One ioMemory device's flash translation layer with its NAND.
+pub struct Vsl {
+    cfg: FtlConfig,
+    pub nand: NandArray,
+    spu: u32,
+    spl: u32,
+    l2p: Vec<u32>,
+    /// Logical sector recorded with each physical slot (the page's OOB).
+    p2l: Vec<u32>,
+    /// Out-of-band sequence number of each slot, when tracked.
+    oob_seq: Vec<u64>,
+    leb_valid: Vec<u32>,
+    leb_state: Vec<LebState>,
+    /// Host sectors written when the erase unit was closed (its age).
+    leb_closed_at: Vec<u64>,
+    free: BinaryHeap<Reverse<(u32, u32)>>,
+    frontier_leb: u32,
+    frontier_next: u32,
+    open_unit_ready: Nanos,
+    open_unit_host_slots: u32,
+    buffer: VecDeque<(Nanos, u32)>,
+    buffer_used: u64,
+    buffer_cap: u64,
+    last_admit: Nanos,
+    stats: FtlStats,
+}
+
+impl Vsl {
+    pub fn new(cfg: FtlConfig) -> Result<Vsl, FtlError> {
+        cfg.validate()?;
+        let g = cfg.geometry;
+        let spu = cfg.slots_per_unit();
+        let spl = cfg.slots_per_leb();
+        let lebs = g.lebs() as usize;
+        let mut leb_state = vec![LebState::Free; lebs];
+        // Reserved units sit at the end of the address space.
+        for s in leb_state.iter_mut().skip(cfg.usable_lebs() as usize) {
+            *s = LebState::Reserved;
+        }
+        let mut free = BinaryHeap::with_capacity(lebs);
+        for leb in 1..cfg.usable_lebs() {
+            free.push(Reverse((0, leb)));
+        }
+        leb_state[0] = LebState::Open;
+        let buffer_cap = cfg.buffer_bytes / cfg.sector_bytes as u64;
+        Ok(Vsl {
+            nand: NandArray::new(g, cfg.timing),
+            l2p: vec![UNMAPPED; cfg.user_sectors as usize],
+            p2l: vec![UNMAPPED; lebs * spl as usize],
+            oob_seq: if cfg.track_sequence {
+                vec![0; lebs * spl as usize]
+            } else {
+                Vec::new()
+            },
+            leb_valid: vec![0; lebs],
+            leb_state,
+            leb_closed_at: vec![0; lebs],
+            free,
+            frontier_leb: 0,
+            frontier_next: 0,
+            open_unit_ready: Nanos::ZERO,
+            open_unit_host_slots: 0,
+            buffer: VecDeque::with_capacity((buffer_cap / spu as u64) as usize + 2),
+            buffer_used: 0,
+            buffer_cap,
+            last_admit: Nanos::ZERO,
+            spu,
+            spl,
+            cfg,
+            stats: FtlStats::default(),
+        })
+    }
+
+    pub fn config(&self) -> &FtlConfig {
+        &self.cfg
+    }
+    pub fn stats(&self) -> FtlStats {
+        let mut s = self.stats;
+        s.erases = self.nand.counters.leb_erases;
+        s
+    }
+    pub fn user_sectors(&self) -> u64 {
+        self.cfg.user_sectors
+    }
+    pub fn sector_bytes(&self) -> u32 {
+        self.cfg.sector_bytes
+    }
+    pub fn free_lebs(&self) -> usize {
+        self.free.len()
+    }
+
+    /// Host RAM the VSL holds for this device: the map, the per-slot OOB
+    /// mirror and the per-erase-unit tables.
+    pub fn host_ram_bytes(&self) -> u64 {
+        let per_leb = 4 + 1 + 8 + 8; // valid count, state, age, free-list entry
+        (self.l2p.len() * 4
+            + self.p2l.len() * 4
+            + self.oob_seq.len() * 8
+            + self.leb_valid.len() * per_leb) as u64
+    }
+
+    fn check_range(&self, start: u64, count: u64) -> Result<(), FtlError> {
+        let cap = self.cfg.user_sectors;
+        if count == 0 || start >= cap || count > cap - start {
+            return Err(FtlError::OutOfRange {
+                start,
+                count,
+                capacity: cap,
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes `count` sectors from `start`, the host's data ready at
+    /// `ready`. Returns when the last sector is in the power-cut-protected
+    /// buffer, i.e. when the write may be acknowledged.
+    pub fn write(&mut self, ready: Nanos, start: u64, count: u64) -> Result<Nanos, FtlError> {
+        self.check_range(start, count)?;
+        if self.free.len() < self.cfg.gc_background_lebs as usize && self.nand.idle_at(ready) {
+            self.collect_one(ready);
+        }
+        let mut t = ready;
+        let mut lba = start;
+        let end = start + count;
+        while lba < end {
+            let chunk = (end - lba).min(self.spu as u64);
+            t = self.admit(t, chunk);
+            for l in lba..lba + chunk {
+                let seq = self.stats.host_sectors_written + (l - start) + 1;
+                self.place(t, l as u32, Some(seq));
+            }
+            lba += chunk;
+        }
+        self.stats.host_sectors_written += count;
+        Ok(t)
+    }
+
+    /// Reads `count` sectors from `start`, starting at `ready`. Returns when
+    /// the data is at the controller. Unwritten sectors cost no media access.
+    pub fn read(&mut self, ready: Nanos, start: u64, count: u64) -> Result<Nanos, FtlError> {
+        self.check_range(start, count)?;
+        let mut done = ready;
+        let open_unit = self.open_unit_id();
+        let mut i = start;
+        let end = start + count;
+        while i < end {
+            let psa = self.l2p[i as usize];
+            if psa == UNMAPPED {
+                i += 1;
+                continue;
+            }
+            let unit = psa / self.spu;
+            let mut n = 1u64;
+            while i + n < end && {
+                let p = self.l2p[(i + n) as usize];
+                p != UNMAPPED && p / self.spu == unit
+            } {
+                n += 1;
+            }
+            if Some(unit) != open_unit {
+                let bank = self.bank_of_unit(unit);
+                let bytes = n * self.cfg.sector_bytes as u64;
+                done = done.max(self.nand.read_unit(ready, bank, bytes));
+            }
+            i += n;
+        }
+        self.stats.host_sectors_read += count;
+        Ok(done)
+    }
+
+    /// Discards `count` sectors from `start`: they read as unwritten and GC
+    /// no longer moves them.
+    pub fn trim(&mut self, start: u64, count: u64) -> Result<(), FtlError> {
+        self.check_range(start, count)?;
+        for lba in start..start + count {
+            let old = self.l2p[lba as usize];
+            if old != UNMAPPED {
+                self.leb_valid[(old / self.spl) as usize] -= 1;
+                self.l2p[lba as usize] = UNMAPPED;
+            }
+        }
+        self.stats.host_sectors_trimmed += count;
+        Ok(())
+    }
+
+    /// Physical slot of a logical sector, if mapped (for tests and tools).
+    pub fn lookup(&self, lba: u64) -> Option<u32> {
+        let p = *self.l2p.get(lba as usize)?;
+        (p != UNMAPPED).then_some(p)
+    }
+
+    /// Sequence number of the host write whose data sector `lba` reads back,
+    /// or `None` if unwritten. Requires `track_sequence`.
+    pub fn read_sequence(&self, lba: u64) -> Option<u64> {
+        assert!(self.cfg.track_sequence, "sequence numbers are not tracked");
+        self.lookup(lba).map(|psa| self.oob_seq[psa as usize])
+    }
+
+    fn open_unit_id(&self) -> Option<u32> {
+        if self.frontier_next % self.spu == 0 {
+            return None;
+        }
+        Some((self.frontier_leb * self.spl + self.frontier_next) / self.spu)
+    }
+
+    fn bank_of_unit(&self, unit: u32) -> u32 {
+        (unit % self.cfg.geometry.units_per_leb()) % self.cfg.geometry.banks
+    }
+
+    /// Waits for room for `n` host sectors in the write buffer (FIFO).
+    fn admit(&mut self, ready: Nanos, n: u64) -> Nanos {
+        let mut t = ready.max(self.last_admit);
+        while let Some(&(release, slots)) = self.buffer.front() {
+            if release > t {
+                break;
+            }
+            self.buffer.pop_front();
+            self.buffer_used -= slots as u64;
+        }
+        let mut waited = false;
+        while self.buffer_used + n > self.buffer_cap {
+            let (release, slots) = self
+                .buffer
+                .pop_front()
+                .expect("a full buffer holds programmed units (cap >= 2 units)");
+            t = t.max(release);
+            self.buffer_used -= slots as u64;
+            waited = true;
+        }
+        self.stats.buffer_waits += waited as u64;
+        self.buffer_used += n;
+        self.last_admit = t;
+        t
+    }
+
+    /// Appends one logical sector at the frontier, its data ready at `t`.
+    /// `host_seq` is the host write's sequence number; `None` for a GC move,
+    /// which keeps the sequence number of the data it moves.
+    fn place(&mut self, t: Nanos, lba: u32, host_seq: Option<u64>) {
+        let host = host_seq.is_some();
+        if self.frontier_next == self.spl {
+            self.open_next_leb(t, host);
+        }
+        let psa = self.frontier_leb * self.spl + self.frontier_next;
+        let old = self.l2p[lba as usize];
+        if old != UNMAPPED {
+            self.leb_valid[(old / self.spl) as usize] -= 1;
+        }
+        if !self.oob_seq.is_empty() {
+            self.oob_seq[psa as usize] = match host_seq {
+                Some(seq) => seq,
+                None => self.oob_seq[old as usize],
+            };
+        }
+        self.l2p[lba as usize] = psa;
+        self.p2l[psa as usize] = lba;
+        self.leb_valid[self.frontier_leb as usize] += 1;
+        self.frontier_next += 1;
+        self.open_unit_ready = self.open_unit_ready.max(t);
+        self.open_unit_host_slots += host as u32;
+        if self.frontier_next % self.spu == 0 {
+            self.program_open_unit();
+        }
+    }
+
+    fn program_open_unit(&mut self) {
+        let unit = (self.frontier_leb * self.spl + self.frontier_next - 1) / self.spu;
+        let done = self
+            .nand
+            .program_unit(self.open_unit_ready, self.bank_of_unit(unit));
+        if self.open_unit_host_slots > 0 {
+            self.buffer.push_back((done, self.open_unit_host_slots));
+        }
+        self.open_unit_ready = Nanos::ZERO;
+        self.open_unit_host_slots = 0;
+    }
+
+    fn open_next_leb(&mut self, t: Nanos, host: bool) {
+        let old = self.frontier_leb as usize;
+        self.leb_state[old] = LebState::Closed;
+        self.leb_closed_at[old] = self.stats.host_sectors_written;
+        let Reverse((_, leb)) = self
+            .free
+            .pop()
+            .expect("GC reserve exhausted: the free list is empty");
+        assert_eq!(self.leb_state[leb as usize], LebState::Free);
+        assert_eq!(self.leb_valid[leb as usize], 0);
+        self.leb_state[leb as usize] = LebState::Open;
+        self.frontier_leb = leb;
+        self.frontier_next = 0;
+        if host {
+            let mut rounds = 0;
+            while self.free.len() < self.cfg.gc_reserve_lebs as usize {
+                rounds += 1;
+                assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
+                self.collect_one(t);
+            }
+        }
+    }
+
+    fn select_victim(&mut self) -> u32 {
+        let spread_check = self.stats.gc_runs % 64 == 63;
+        if spread_check {
+            if let Some(cold) = self.wear_level_victim() {
+                self.stats.wear_level_runs += 1;
+                return cold;
+            }
+        }
+        let now = self.stats.host_sectors_written;
+        let mut best: Option<(u32, f64)> = None;
+        for (leb, &state) in self.leb_state.iter().enumerate() {
+            if state != LebState::Closed {
+                continue;
+            }
+            let valid = self.leb_valid[leb];
+            let score = match self.cfg.gc_policy {
+                GcPolicy::Greedy => -(valid as f64),
+                GcPolicy::CostBenefit => {
+                    let u = valid as f64 / self.spl as f64;
+                    let age = (now - self.leb_closed_at[leb]) as f64 + 1.0;
+                    if valid == 0 {
+                        f64::INFINITY
+                    } else {
+                        (1.0 - u) / (2.0 * u) * age
+                    }
+                }
+            };
+            if best.is_none_or(|(_, s)| score > s) {
+                best = Some((leb as u32, score));
+            }
+        }
+        let (victim, _) = best.expect("no closed erase unit to collect");
+        assert!(
+            self.leb_valid[victim as usize] < self.spl,
+            "GC victim is fully valid: the device has no spare space"
+        );
+        victim
+    }
+
+    /// The least-worn closed erase unit, if wear has spread too far.
+    fn wear_level_victim(&self) -> Option<u32> {
+        let counts = self.nand.erase_counts();
+        let max = counts.iter().copied().max().unwrap_or(0);
+        let (leb, min) = self
+            .leb_state
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s == LebState::Closed)
+            .map(|(i, _)| (i as u32, counts[i]))
+            .min_by_key(|&(i, c)| (c, i))?;
+        (max - min > self.cfg.wear_level_spread && self.leb_valid[leb as usize] < self.spl)
+            .then_some(leb)
+    }
+
+    /// Reclaims one erase unit: reads its valid sectors, appends them at the
+    /// frontier, erases it and returns it to the free list.
+    fn collect_one(&mut self, t: Nanos) {
+        let victim = self.select_victim();
+        self.stats.gc_runs += 1;
+        let base = victim * self.spl;
+        let sector = self.cfg.sector_bytes as u64;
+        for unit in 0..self.cfg.geometry.units_per_leb() {
+            let first = base + unit * self.spu;
+            let valid: u32 = (first..first + self.spu)
+                .filter(|&psa| self.is_valid(psa))
+                .count() as u32;
+            if valid == 0 {
+                continue;
+            }
+            let bank = unit % self.cfg.geometry.banks;
+            let ready = self.nand.read_unit(t, bank, valid as u64 * sector);
+            for psa in first..first + self.spu {
+                if self.is_valid(psa) {
+                    let lba = self.p2l[psa as usize];
+                    self.place(ready, lba, None);
+                }
+            }
+            self.stats.gc_sectors_moved += valid as u64;
+        }
+        assert_eq!(
+            self.leb_valid[victim as usize], 0,
+            "victim still holds data"
+        );
+        self.nand.erase_leb(t, victim);
+        self.leb_state[victim as usize] = LebState::Free;
+        self.free
+            .push(Reverse((self.nand.erase_count(victim), victim)));
+    }
+
+    #[inline]
+    fn is_valid(&self, psa: u32) -> bool {
+        let lba = self.p2l[psa as usize];
+        lba != UNMAPPED && self.l2p[lba as usize] == psa
+    }
+
+    /// Cross-checks the map against the block manager; panics with the first
+    /// inconsistency. O(capacity): for tests and `--check`.
+    pub fn check_consistency(&self) {
+        let mut valid = vec![0u32; self.leb_valid.len()];
+        for (lba, &psa) in self.l2p.iter().enumerate() {
+            if psa == UNMAPPED {
+                continue;
+            }
+            assert_eq!(
+                self.p2l[psa as usize], lba as u32,
+                "p2l disagrees for lba {lba}"
+            );
+            let leb = (psa / self.spl) as usize;
+            assert_ne!(
+                self.leb_state[leb],
+                LebState::Free,
+                "lba {lba} maps into a free unit"
+            );
+            assert_ne!(
+                self.leb_state[leb],
+                LebState::Reserved,
+                "lba {lba} maps into a reserved unit"
+            );
+            valid[leb] += 1;
+        }
+        assert_eq!(valid, self.leb_valid, "valid counts disagree with the map");
+        let free_states = self
+            .leb_state
+            .iter()
+            .filter(|s| **s == LebState::Free)
+            .count();
+        assert_eq!(
+            free_states,
+            self.free.len(),
+            "free list disagrees with unit states"
+        );
+        let open = self
+            .leb_state
+            .iter()
+            .filter(|s| **s == LebState::Open)
+            .count();
+        assert_eq!(open, 1, "exactly one open erase unit");
+    }
+}

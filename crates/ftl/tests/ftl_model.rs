@@ -1,0 +1,187 @@
+//! Model-based tests of the VSL: write amplification against the analytic
+//! greedy limit, and a randomized reference-map check.
+
+use ftl::{greedy_wa_limit, FtlConfig, GcPolicy, Vsl};
+use nand::{CellTiming, Geometry};
+use sim::{Nanos, Prng};
+
+/// One bank, one plane, 256 pages of 4 KiB per erase unit: GC units of 256
+/// sectors, as in the analytic model.
+fn small_config(lebs: u32, spare: f64, sector: u32) -> FtlConfig {
+    let geometry = Geometry {
+        channels: 1,
+        parity_channels: 0,
+        banks: 1,
+        planes: 1,
+        blocks_per_plane: lebs,
+        pages_per_block: 256,
+        page_bytes: 4096,
+    };
+    let mut cfg = FtlConfig {
+        geometry,
+        timing: CellTiming::MLC_2009,
+        sector_bytes: sector,
+        user_sectors: 1,
+        reserved_lebs: 0,
+        gc_policy: GcPolicy::Greedy,
+        gc_reserve_lebs: 2,
+        gc_background_lebs: 0,
+        buffer_bytes: 4 * 4096,
+        wear_level_spread: u32::MAX,
+        track_sequence: false,
+    };
+    let phys = cfg.usable_lebs() as f64 * cfg.slots_per_leb() as f64;
+    cfg.user_sectors = (phys * (1.0 - spare)) as u64;
+    cfg
+}
+
+/// Uniform random single-sector writes: WA over the last passes.
+fn measured_wa(spare: f64, seed: u64) -> f64 {
+    let cfg = small_config(1024, spare, 4096);
+    let user = cfg.user_sectors;
+    let mut vsl = Vsl::new(cfg).unwrap();
+    let mut prng = Prng::from_seed(seed);
+    let mut t = Nanos::ZERO;
+    for lba in 0..user {
+        t = vsl.write(t, lba, 1).unwrap();
+    }
+    // Converge, then measure.
+    let passes_warm = 4 * user;
+    let passes_measure = 4 * user;
+    for _ in 0..passes_warm {
+        t = vsl.write(t, prng.below(user), 1).unwrap();
+    }
+    let before = vsl.stats();
+    for _ in 0..passes_measure {
+        t = vsl.write(t, prng.below(user), 1).unwrap();
+    }
+    let after = vsl.stats();
+    vsl.check_consistency();
+    let host = after.host_sectors_written - before.host_sectors_written;
+    let moved = after.gc_sectors_moved - before.gc_sectors_moved;
+    (host + moved) as f64 / host as f64
+}
+
+#[test]
+fn greedy_wa_matches_lambert_w_limit() {
+    for spare in [0.07, 0.20, 0.28, 0.36, 0.50] {
+        let seed = 0xA11CE + (spare * 100.0) as u64;
+        let wa = measured_wa(spare, seed);
+        let want = greedy_wa_limit(spare);
+        let err = (wa - want).abs() / want;
+        assert!(
+            err < 0.05,
+            "spare {spare}: measured WA {wa:.3} vs limit {want:.3} ({:.1}% off); seed {seed}",
+            err * 100.0
+        );
+    }
+}
+
+/// Drives the FTL with writes, overwrites, trims and GC against a reference
+/// map of version stamps and cross-checks after every step.
+fn random_ops_against_reference(seed: u64, sector: u32, policy: GcPolicy) {
+    let mut cfg = small_config(48, 0.25, sector);
+    cfg.gc_policy = policy;
+    cfg.wear_level_spread = 4;
+    cfg.track_sequence = true;
+    let user = cfg.user_sectors;
+    let mut vsl = Vsl::new(cfg).unwrap();
+    let mut prng = Prng::from_seed(seed);
+    // Reference map: the version stamp (host write sequence number) each
+    // sector must read back, or None when unwritten or trimmed.
+    let mut reference: Vec<Option<u64>> = vec![None; user as usize];
+    let mut seq = 0u64;
+    let mut t = Nanos::ZERO;
+    for step in 0..60_000u32 {
+        let start = prng.below(user);
+        let count = 1 + prng.below(16.min(user - start));
+        match prng.below(10) {
+            0 => {
+                vsl.trim(start, count).unwrap();
+                for l in start..start + count {
+                    reference[l as usize] = None;
+                }
+            }
+            1..=2 => {
+                let done = vsl.read(t, start, count).unwrap();
+                assert!(done >= t, "read completes before it starts (seed {seed})");
+            }
+            _ => {
+                t = vsl.write(t, start, count).unwrap();
+                for l in start..start + count {
+                    seq += 1;
+                    reference[l as usize] = Some(seq);
+                }
+            }
+        }
+        for l in start..start + count {
+            assert_eq!(
+                vsl.read_sequence(l),
+                reference[l as usize],
+                "lba {l} reads the wrong version after step {step} (seed {seed})"
+            );
+        }
+        if step % 997 == 0 {
+            vsl.check_consistency();
+            // a full sweep now and then catches versions damaged by GC moves
+            for l in 0..user {
+                assert_eq!(
+                    vsl.read_sequence(l),
+                    reference[l as usize],
+                    "lba {l}, step {step}, seed {seed}"
+                );
+            }
+        }
+    }
+    vsl.check_consistency();
+    // every live sector's slot must be unique (no two lbas share a slot)
+    let mut slots: Vec<u32> = (0..user).filter_map(|l| vsl.lookup(l)).collect();
+    let n = slots.len();
+    slots.sort_unstable();
+    slots.dedup();
+    assert_eq!(
+        slots.len(),
+        n,
+        "two sectors share a physical slot (seed {seed})"
+    );
+    assert!(
+        vsl.stats().gc_runs > 0,
+        "test never exercised GC (seed {seed})"
+    );
+}
+
+#[test]
+fn random_ops_keep_map_consistent() {
+    let base: u64 = std::env::var("VSL_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20261122);
+    for i in 0..4 {
+        let seed = base + i;
+        let policy = if i % 2 == 0 {
+            GcPolicy::Greedy
+        } else {
+            GcPolicy::CostBenefit
+        };
+        let sector = if i < 2 { 4096 } else { 512 };
+        random_ops_against_reference(seed, sector, policy);
+    }
+}
+
+#[test]
+fn over_full_format_is_rejected() {
+    let mut cfg = small_config(16, 0.1, 4096);
+    cfg.user_sectors = 16 * 256;
+    let err = Vsl::new(cfg).err().expect("must fail");
+    assert!(err.to_string().contains("no spare"), "{err}");
+}
+
+#[test]
+fn out_of_range_is_an_error_not_a_panic() {
+    let cfg = small_config(16, 0.3, 4096);
+    let user = cfg.user_sectors;
+    let mut vsl = Vsl::new(cfg).unwrap();
+    assert!(vsl.write(Nanos::ZERO, user, 1).is_err());
+    assert!(vsl.read(Nanos::ZERO, user - 1, 2).is_err());
+    assert!(vsl.trim(0, 0).is_err());
+}

@@ -1,0 +1,361 @@
+//! The modelled NAND array of one ioMemory device (one ioDimm).
+//!
+//! - [`Geometry`]: channels × banks × planes × blocks × pages, and what the
+//!   log-structured layer sees of it: write units and erase units.
+//! - [`CellTiming`]: read / program / erase times and rated endurance per
+//!   cell type and era, with the data sheet each value comes from.
+//! - [`NandArray`]: the timing state: one [`sim::Resource`] per bank and one
+//!   for the (lockstep) channel bus, plus per-erase-unit erase counts.
+//!
+//! ## The Fusion-io layout this models
+//!
+//! An ioDimm has 25 NAND packages on 25 channels driven in lockstep by one
+//! FPGA: a page is programmed on one die of *every* channel at once, 24 dies
+//! carrying data and one carrying parity (Flashback, 24+1). A *bank* is the
+//! set of dies, one per channel, that work together; a package stacks one
+//! die of each bank. So the units the FTL sees are:
+//!
+//! - **write unit**: one page (× planes) on every die of one bank:
+//!   `data_channels × planes × page_bytes` of user data;
+//! - **erase unit** (logical erase block, LEB): one block (× planes) on every
+//!   die of every bank. Consecutive write units of a LEB rotate over banks,
+//!   so the log is striped across all dies.
+//!
+//! Contention is modelled per bank (the dies of a bank are busy together)
+//! and on the channel bus (every channel moves its share of a transfer at
+//! the same time, so the bus is one resource of `data_channels × bus rate`).
+
+use serde::Serialize;
+use sim::{Nanos, Resource};
+
+/// NAND cell technology.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CellType {
+    Slc,
+    Mlc,
+    Tlc,
+}
+
+impl std::fmt::Display for CellType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CellType::Slc => "SLC",
+            CellType::Mlc => "MLC",
+            CellType::Tlc => "TLC",
+        })
+    }
+}
+
+/// Array timing of one die, typical (not worst-case) values.
+#[derive(Copy, Clone, Debug, Serialize)]
+pub struct CellTiming {
+    pub cell: CellType,
+    pub read_ns: u64,
+    pub program_ns: u64,
+    pub erase_ns: u64,
+    /// Rated program/erase cycles per block.
+    pub endurance_cycles: u32,
+    /// Per-channel bus transfer rate.
+    pub bus_bytes_per_s: u64,
+    pub source: &'static str,
+}
+
+impl CellTiming {
+    /// Large-page SLC of 2008–2009. Program/erase from the Numonyx
+    /// NAND128/256-A SLC data sheet (200 µs program, 2 ms erase, 100 K
+    /// cycles); array read 25 µs, the usual large-page SLC figure of the
+    /// period; ONFI 1.0 asynchronous bus (25 ns cycle, 40 MB/s).
+    pub const SLC_2009: CellTiming = CellTiming {
+        cell: CellType::Slc,
+        read_ns: 25_000,
+        program_ns: 200_000,
+        erase_ns: 2_000_000,
+        endurance_cycles: 100_000,
+        bus_bytes_per_s: 40_000_000,
+        source: "Numonyx NAND128/256-A SLC data sheet (tPROG 200 us, tBERS 2 ms, 100K cycles); tR 25 us typical large-page SLC; ONFI 1.0 async 40 MB/s",
+    };
+
+    /// MLC of 2008–2009: Micron MT29F16G08MAA / MT29F32G08QAA (ONFI 1.0,
+    /// 4 KiB page, 128 pages per block, 2 planes): tR 50 µs, tPROG 900 µs
+    /// typ, tBERS 3.5 ms typ, 10 K cycles; asynchronous bus at 40 MB/s.
+    pub const MLC_2009: CellTiming = CellTiming {
+        cell: CellType::Mlc,
+        read_ns: 50_000,
+        program_ns: 900_000,
+        erase_ns: 3_500_000,
+        endurance_cycles: 10_000,
+        bus_bytes_per_s: 40_000_000,
+        source: "Micron MT29F16G08MAA/MT29F32G08QAA data sheet (ONFI 1.0 MLC): tR 50 us, tPROG 900 us typ, tBERS 3.5 ms typ, 10K cycles; async 40 MB/s",
+    };
+
+    /// MLC of 2011–2012: Micron MT29F64G08CBAAA class (ONFI 2.2, 8 KiB page,
+    /// 256 pages per block): tR 50 µs, tPROG 1.3 ms typ, tBERS 3 ms typ,
+    /// 5 K cycles; synchronous bus at 200 MT/s.
+    pub const MLC_2012: CellTiming = CellTiming {
+        cell: CellType::Mlc,
+        read_ns: 50_000,
+        program_ns: 1_300_000,
+        erase_ns: 3_000_000,
+        endurance_cycles: 5_000,
+        bus_bytes_per_s: 200_000_000,
+        source: "Micron MT29F64G08CBAAA data sheet (ONFI 2.2 MLC): tR 50 us, tPROG 1.3 ms typ, tBERS 3 ms typ, 5K cycles; sync 200 MT/s",
+    };
+
+    /// TLC of 2012 (not used by any preset; for experiments): roughly 1.5–2×
+    /// MLC array times and 1 K cycles.
+    pub const TLC_2012: CellTiming = CellTiming {
+        cell: CellType::Tlc,
+        read_ns: 80_000,
+        program_ns: 2_200_000,
+        erase_ns: 4_000_000,
+        endurance_cycles: 1_000,
+        bus_bytes_per_s: 200_000_000,
+        source: "illustrative 2012 TLC: ~1.5-2x MLC_2012 array times, 1K cycles",
+    };
+}
+
+/// Physical organisation of one ioMemory device.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Geometry {
+    /// NAND channels, all driven in lockstep (25 on an ioDimm).
+    pub channels: u32,
+    /// Channels whose die in each write unit holds parity instead of data.
+    pub parity_channels: u32,
+    /// Dies per channel; each bank is one die on every channel.
+    pub banks: u32,
+    pub planes: u32,
+    /// Blocks per plane = erase units (LEBs) in the device.
+    pub blocks_per_plane: u32,
+    pub pages_per_block: u32,
+    pub page_bytes: u32,
+}
+
+impl Geometry {
+    pub fn data_channels(&self) -> u32 {
+        self.channels - self.parity_channels
+    }
+    /// User-data bytes in one write unit.
+    pub fn write_unit_bytes(&self) -> u64 {
+        self.data_channels() as u64 * self.planes as u64 * self.page_bytes as u64
+    }
+    /// Write units in one erase unit.
+    pub fn units_per_leb(&self) -> u32 {
+        self.banks * self.pages_per_block
+    }
+    pub fn lebs(&self) -> u32 {
+        self.blocks_per_plane
+    }
+    /// Every byte of NAND, parity dies included.
+    pub fn raw_bytes(&self) -> u64 {
+        self.channels as u64
+            * self.banks as u64
+            * self.planes as u64
+            * self.blocks_per_plane as u64
+            * self.pages_per_block as u64
+            * self.page_bytes as u64
+    }
+    /// Bytes that can hold user data (parity dies excluded).
+    pub fn data_bytes(&self) -> u64 {
+        self.write_unit_bytes() * self.units_per_leb() as u64 * self.lebs() as u64
+    }
+    pub fn dies(&self) -> u32 {
+        self.channels * self.banks
+    }
+
+    /// Checks the geometry is usable; the error names the bad field.
+    pub fn validate(&self) -> Result<(), String> {
+        let fields = [
+            ("channels", self.channels),
+            ("banks", self.banks),
+            ("planes", self.planes),
+            ("blocks_per_plane", self.blocks_per_plane),
+            ("pages_per_block", self.pages_per_block),
+            ("page_bytes", self.page_bytes),
+        ];
+        for (name, v) in fields {
+            if v == 0 {
+                return Err(format!("geometry field {name} must be > 0"));
+            }
+        }
+        if self.parity_channels >= self.channels {
+            return Err("geometry needs at least one data channel".into());
+        }
+        if !self.page_bytes.is_power_of_two() || self.page_bytes < 512 {
+            return Err(format!(
+                "page size {} is not a power of two >= 512",
+                self.page_bytes
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Counters of media operations.
+#[derive(Copy, Clone, Debug, Default, Serialize)]
+pub struct MediaCounters {
+    pub unit_reads: u64,
+    pub unit_programs: u64,
+    pub leb_erases: u64,
+    pub bytes_read: u64,
+    pub bytes_programmed: u64,
+}
+
+/// Timing and wear state of one device's NAND.
+pub struct NandArray {
+    pub geometry: Geometry,
+    pub timing: CellTiming,
+    banks: Vec<Resource>,
+    bus: Resource,
+    bus_bytes_per_s: u64,
+    erase_counts: Vec<u32>,
+    pub counters: MediaCounters,
+}
+
+impl NandArray {
+    pub fn new(geometry: Geometry, timing: CellTiming) -> NandArray {
+        geometry
+            .validate()
+            .expect("geometry validated by the caller");
+        NandArray {
+            geometry,
+            timing,
+            banks: vec![Resource::default(); geometry.banks as usize],
+            bus: Resource::default(),
+            bus_bytes_per_s: timing.bus_bytes_per_s * geometry.data_channels() as u64,
+            erase_counts: vec![0; geometry.lebs() as usize],
+            counters: MediaCounters::default(),
+        }
+    }
+
+    /// Programs one write unit on `bank`, its data ready at `ready`.
+    /// The bus moves the data, then the bank's dies program; the bank is
+    /// busy for both. Returns when the program completes.
+    #[inline]
+    pub fn program_unit(&mut self, ready: Nanos, bank: u32) -> Nanos {
+        let unit_bytes = self.geometry.write_unit_bytes();
+        let xfer = Nanos::for_bytes(unit_bytes, self.bus_bytes_per_s);
+        let b = &mut self.banks[bank as usize];
+        let start = ready.max(b.busy_until).max(self.bus.busy_until);
+        self.bus.reserve(start, xfer);
+        let (_, done) = b.reserve(start, xfer + Nanos(self.timing.program_ns));
+        self.counters.unit_programs += 1;
+        self.counters.bytes_programmed += unit_bytes;
+        done
+    }
+
+    /// Reads `bytes` of one write unit on `bank`: an array read on the bank,
+    /// then the bus moves the requested bytes. Returns when data is at the
+    /// controller.
+    #[inline]
+    pub fn read_unit(&mut self, ready: Nanos, bank: u32, bytes: u64) -> Nanos {
+        let (_, sensed) = self.banks[bank as usize].reserve(ready, Nanos(self.timing.read_ns));
+        let xfer = Nanos::for_bytes(bytes, self.bus_bytes_per_s);
+        let (_, done) = self.bus.reserve(sensed, xfer);
+        self.counters.unit_reads += 1;
+        self.counters.bytes_read += bytes;
+        done
+    }
+
+    /// Erases erase unit `leb` (one block on every die): every bank is busy
+    /// for tBERS. Returns when the last bank finishes.
+    pub fn erase_leb(&mut self, ready: Nanos, leb: u32) -> Nanos {
+        let mut done = ready;
+        for b in &mut self.banks {
+            let (_, end) = b.reserve(ready, Nanos(self.timing.erase_ns));
+            done = done.max(end);
+        }
+        self.erase_counts[leb as usize] += 1;
+        self.counters.leb_erases += 1;
+        done
+    }
+
+    pub fn erase_count(&self, leb: u32) -> u32 {
+        self.erase_counts[leb as usize]
+    }
+
+    pub fn erase_counts(&self) -> &[u32] {
+        &self.erase_counts
+    }
+
+    /// True when no bank has queued work at `now` (used for idle-time GC).
+    pub fn idle_at(&self, now: Nanos) -> bool {
+        self.banks.iter().all(|b| b.busy_until <= now)
+    }
+
+    /// Time the busiest bank frees up.
+    pub fn busy_until(&self) -> Nanos {
+        self.banks
+            .iter()
+            .map(|b| b.busy_until)
+            .fold(self.bus.busy_until, Nanos::max)
+    }
+
+    /// Fraction of `elapsed` each bank and the bus spent busy.
+    pub fn utilisation(&self, elapsed: Nanos) -> (Vec<f64>, f64) {
+        let e = elapsed.0.max(1) as f64;
+        let banks = self
+            .banks
+            .iter()
+            .map(|b| b.busy_total.0 as f64 / e)
+            .collect();
+        (banks, self.bus.busy_total.0 as f64 / e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iodimm() -> Geometry {
+        Geometry {
+            channels: 25,
+            parity_channels: 1,
+            banks: 4,
+            planes: 2,
+            blocks_per_plane: 4096,
+            pages_per_block: 128,
+            page_bytes: 4096,
+        }
+    }
+
+    #[test]
+    fn iodimm_capacity_is_400_gib() {
+        let g = iodimm();
+        assert_eq!(g.raw_bytes(), 400 << 30);
+        assert_eq!(g.data_bytes(), 384 << 30);
+        assert_eq!(g.write_unit_bytes(), 24 * 8192);
+        assert_eq!(g.dies(), 100);
+    }
+
+    #[test]
+    fn banks_work_in_parallel_bus_is_shared() {
+        let mut n = NandArray::new(iodimm(), CellTiming::MLC_2009);
+        let a = n.program_unit(Nanos(0), 0);
+        let b = n.program_unit(Nanos(0), 1);
+        // Second bank waits only for the bus transfer of the first.
+        let xfer = Nanos::for_bytes(24 * 8192, 24 * 40_000_000);
+        assert_eq!(a, xfer + Nanos(900_000));
+        assert_eq!(b, xfer + xfer + Nanos(900_000));
+        // Same bank again queues behind its own program.
+        let c = n.program_unit(Nanos(0), 0);
+        assert_eq!(c, a + xfer + Nanos(900_000));
+    }
+
+    #[test]
+    fn erase_counts_accumulate() {
+        let mut n = NandArray::new(iodimm(), CellTiming::MLC_2009);
+        n.erase_leb(Nanos(0), 3);
+        n.erase_leb(Nanos(0), 3);
+        assert_eq!(n.erase_count(3), 2);
+        assert_eq!(n.erase_count(0), 0);
+        assert_eq!(n.counters.leb_erases, 2);
+    }
+
+    #[test]
+    fn zero_field_is_rejected() {
+        let mut g = iodimm();
+        g.banks = 0;
+        assert!(g.validate().unwrap_err().contains("banks"));
+    }
+}
