@@ -1,0 +1,452 @@
+use crate::preset::{Format, Preset};
+use ftl::{FtlConfig, FtlError, FtlStats, GcPolicy, Vsl};
+use serde::Serialize;
+use sim::{Nanos, Resource};
+
+/// Fraction of erase units a member sets aside for metadata, bad-block
+/// replacement and the VSL's own use. The one free parameter of the
+/// over-provisioning model: calibrated on the 640 GB MLC 4K random-write
+/// steady state (docs/MODEL.md), then used unchanged for every preset and
+/// format.
+pub const RESERVED_FRACTION: f64 = 0.05;
+/// Free erase units foreground GC keeps (the frontier's next unit and one
+/// for GC's own moves).
+pub const GC_RESERVE_LEBS: u32 = 2;
+/// Idle-time GC runs while fewer than this many erase units are free.
+pub const GC_BACKGROUND_LEBS: u32 = 4;
+/// Power-cut-protected write buffer, in write units.
+pub const BUFFER_UNITS: u64 = 16;
+/// Smallest erase-unit count `--scale` may shrink a member to.
+pub const MIN_SCALED_LEBS: u32 = 24;
+/// Host RAM the model refuses to exceed without `--scale` (bytes).
+pub const MAX_MODEL_RAM: u64 = 16 << 30;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeviceError {
+    #[error(transparent)]
+    Ftl(#[from] FtlError),
+    #[error("I/O at offset {offset} length {len} is not aligned to the {sector}-byte sector")]
+    Misaligned { offset: u64, len: u64, sector: u32 },
+    #[error("I/O at offset {offset} length {len} is beyond the device's {capacity} bytes")]
+    OutOfRange { offset: u64, len: u64, capacity: u64 },
+    #[error("{0}")]
+    Config(String),
+}
+
+/// Kind of a block I/O.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IoKind {
+    Read,
+    Write,
+    Trim,
+}
+
+/// Cumulative counters of a device.
+#[derive(Copy, Clone, Debug, Default, Serialize)]
+pub struct DeviceStats {
+    pub host_bytes_read: u64,
+    pub host_bytes_written: u64,
+    pub host_sectors_written: u64,
+    pub gc_sectors_moved: u64,
+    pub gc_runs: u64,
+    pub erases: u64,
+    pub nand_bytes_programmed: u64,
+    pub nand_bytes_read: u64,
+    pub host_ram_bytes: u64,
+}
+
+impl DeviceStats {
+    pub fn write_amplification(&self) -> f64 {
+        if self.host_sectors_written == 0 {
+            return 0.0;
+        }
+        (self.host_sectors_written + self.gc_sectors_moved) as f64
+            / self.host_sectors_written as f64
+    }
+}
+
+/// The interface the lab drives: a block device in virtual time. `submit`
+/// returns when the I/O completes; submissions come in non-decreasing `now`.
+pub trait VirtualDevice {
+    fn capacity_bytes(&self) -> u64;
+    fn sector_bytes(&self) -> u32;
+    fn submit(&mut self, now: Nanos, kind: IoKind, offset: u64, len: u64)
+        -> Result<Nanos, DeviceError>;
+    fn stats(&self) -> DeviceStats;
+}
+
+/// Which ioMemory devices of a card to use.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemberSel {
+    One(u32),
+    All,
+}
+
+impl MemberSel {
+    pub fn parse(s: &str) -> Result<MemberSel, String> {
+        if s == "all" {
+            return Ok(MemberSel::All);
+        }
+        s.parse::<u32>()
+            .map(MemberSel::One)
+            .map_err(|_| format!("invalid member '{s}' (expected 0, 1, … or all)"))
+    }
+}
+
+/// How to build a [`Card`].
+#[derive(Clone, Debug, Serialize)]
+pub struct CardConfig {
+    pub preset: &'static Preset,
+    pub format: Format,
+    pub sector_bytes: u32,
+    /// Fraction of erase units kept (capacity shrinks, parallelism and
+    /// timing do not).
+    pub scale: f64,
+    pub member: MemberSel,
+    /// RAID 0 chunk across members.
+    pub chunk_bytes: u64,
+    pub gc_policy: GcPolicy,
+    pub track_sequence: bool,
+}
+
+impl CardConfig {
+    pub fn new(preset: &'static Preset) -> CardConfig {
+        CardConfig {
+            preset,
+            format: Format::Stock,
+            sector_bytes: 4096,
+            scale: 1.0,
+            member: MemberSel::All,
+            chunk_bytes: 512 * 1024,
+            gc_policy: GcPolicy::Greedy,
+            track_sequence: false,
+        }
+    }
+
+    /// The FTL configuration of one member, after format and scale.
+    pub fn ftl_config(&self) -> Result<FtlConfig, DeviceError> {
+        let p = self.preset;
+        let err = |m: String| Err(DeviceError::Config(m));
+        if !(self.scale > 0.0 && self.scale <= 1.0) {
+            return err(format!("scale {} must be in (0, 1]", self.scale));
+        }
+        let mut geometry = p.geometry;
+        let full_lebs = geometry.blocks_per_plane;
+        let lebs = ((full_lebs as f64 * self.scale).ceil() as u32).max(MIN_SCALED_LEBS);
+        geometry.blocks_per_plane = lebs.min(full_lebs);
+        let ratio = geometry.blocks_per_plane as f64 / full_lebs as f64;
+        let reserved_lebs = (geometry.blocks_per_plane as f64 * RESERVED_FRACTION).round() as u32;
+        let sector = self.sector_bytes as u64;
+        let mut cfg = FtlConfig {
+            geometry,
+            timing: p.timing,
+            sector_bytes: self.sector_bytes,
+            user_sectors: 0,
+            reserved_lebs,
+            gc_policy: self.gc_policy,
+            gc_reserve_lebs: GC_RESERVE_LEBS,
+            gc_background_lebs: GC_BACKGROUND_LEBS,
+            buffer_bytes: BUFFER_UNITS * geometry.write_unit_bytes(),
+            wear_level_spread: 64,
+            track_sequence: self.track_sequence,
+        };
+        let usable_bytes = cfg.usable_lebs() as u64 * cfg.slots_per_leb() as u64 * sector;
+        let user_bytes = match self.format {
+            Format::Stock => (p.stock_bytes as f64 * ratio) as u64,
+            Format::Hp => (p.geometry.raw_bytes() as f64 * 0.64 * ratio) as u64,
+            Format::ImprovedWrite => (p.stock_bytes as f64 * 0.70 * ratio) as u64,
+            Format::MaxWrite => (p.stock_bytes as f64 * 0.50 * ratio) as u64,
+            Format::Capacity(b) => (b as f64 * ratio) as u64,
+            Format::Overprovision(f) => {
+                if !(0.0..1.0).contains(&f) {
+                    return err(format!("over-provisioning {:.1}% must be in [0, 100)", f * 100.0));
+                }
+                (usable_bytes as f64 * (1.0 - f)) as u64
+            }
+        };
+        cfg.user_sectors = user_bytes / sector;
+        if cfg.user_sectors == 0 {
+            return err("formatted capacity is zero".into());
+        }
+        let ram = cfg.user_sectors * 4 + cfg.geometry.lebs() as u64 * cfg.slots_per_leb() as u64 * 4;
+        if ram > MAX_MODEL_RAM {
+            return err(format!(
+                "this format needs {:.1} GiB of host RAM per member for its map; use --scale or 4096-byte sectors",
+                ram as f64 / (1u64 << 30) as f64
+            ));
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+/// One ioMemory device: its FTL and controller.
+pub struct Member {
+    pub vsl: Vsl,
+    ctrl_read: Resource,
+    ctrl_write: Resource,
+    cmd_read_ns: u64,
+    cmd_write_ns: u64,
+    read_bps: u64,
+    write_bps: u64,
+    link_bps: u64,
+    host_read_ns: u64,
+    host_write_ns: u64,
+}
+
+impl Member {
+    fn new(preset: &Preset, cfg: FtlConfig) -> Result<Member, DeviceError> {
+        let (cmd_read_ns, cmd_write_ns) = preset.command_ns();
+        let (read_bps, write_bps) = preset.datapath_bytes_per_s();
+        Ok(Member {
+            vsl: Vsl::new(cfg)?,
+            ctrl_read: Resource::default(),
+            ctrl_write: Resource::default(),
+            cmd_read_ns,
+            cmd_write_ns,
+            read_bps,
+            write_bps,
+            link_bps: preset.link_bytes_per_s,
+            host_read_ns: preset.host_read_ns,
+            host_write_ns: preset.host_write_ns,
+        })
+    }
+
+    /// The controller's pipeline: a command occupies it for the longer of
+    /// its processing time and its data transfer.
+    fn pipeline(cmd_ns: u64, bytes: u64, bps: u64) -> Nanos {
+        Nanos(cmd_ns).max(Nanos::for_bytes(bytes, bps))
+    }
+
+    fn io(&mut self, now: Nanos, kind: IoKind, lba: u64, sectors: u64) -> Result<Nanos, DeviceError> {
+        let bytes = sectors * self.vsl.sector_bytes() as u64;
+        match kind {
+            IoKind::Read => {
+                let t0 = now + Nanos(self.host_read_ns);
+                let (_, ctrl_done) = self
+                    .ctrl_read
+                    .reserve(t0, Self::pipeline(self.cmd_read_ns, bytes, self.read_bps));
+                let media_done = self.vsl.read(t0, lba, sectors)?;
+                Ok(ctrl_done.max(media_done + Nanos::for_bytes(bytes, self.link_bps)))
+            }
+            IoKind::Write => {
+                let t0 = now + Nanos(self.host_write_ns);
+                let admitted = self.vsl.write(t0, lba, sectors)?;
+                let (_, done) = self
+                    .ctrl_write
+                    .reserve(admitted, Self::pipeline(self.cmd_write_ns, bytes, self.write_bps));
+                Ok(done)
+            }
+            IoKind::Trim => {
+                self.vsl.trim(lba, sectors)?;
+                Ok(now + Nanos(self.host_write_ns))
+            }
+        }
+    }
+}
+
+/// A modelled card: the selected members, striped as RAID 0.
+pub struct Card {
+    pub config: CardConfig,
+    pub members: Vec<Member>,
+    member_ids: Vec<u32>,
+    chunk_sectors: u64,
+    capacity_sectors: u64,
+    sector_bytes: u32,
+    host_bytes_read: u64,
+    host_bytes_written: u64,
+}
+
+impl Card {
+    pub fn new(config: CardConfig) -> Result<Card, DeviceError> {
+        let p = config.preset;
+        let member_ids: Vec<u32> = match config.member {
+            MemberSel::All => (0..p.members).collect(),
+            MemberSel::One(i) if i < p.members => vec![i],
+            MemberSel::One(i) => {
+                return Err(DeviceError::Config(format!(
+                    "member {i} does not exist: {} has {} ioMemory device(s) (0..{})",
+                    p.name,
+                    p.members,
+                    p.members - 1
+                )))
+            }
+        };
+        let sector = config.sector_bytes as u64;
+        if config.chunk_bytes == 0 || config.chunk_bytes % sector != 0 {
+            return Err(DeviceError::Config(format!(
+                "RAID chunk {} is not a positive multiple of the {sector}-byte sector",
+                config.chunk_bytes
+            )));
+        }
+        let ftl_cfg = config.ftl_config()?;
+        let members = member_ids
+            .iter()
+            .map(|_| Member::new(p, ftl_cfg.clone()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let chunk_sectors = config.chunk_bytes / sector;
+        let per_member = ftl_cfg.user_sectors;
+        let capacity_sectors = if members.len() == 1 {
+            per_member
+        } else {
+            (per_member / chunk_sectors) * chunk_sectors * members.len() as u64
+        };
+        if capacity_sectors == 0 {
+            return Err(DeviceError::Config("striped capacity is smaller than one chunk".into()));
+        }
+        Ok(Card {
+            sector_bytes: config.sector_bytes,
+            config,
+            members,
+            member_ids,
+            chunk_sectors,
+            capacity_sectors,
+            host_bytes_read: 0,
+            host_bytes_written: 0,
+        })
+    }
+
+    pub fn member_ids(&self) -> &[u32] {
+        &self.member_ids
+    }
+
+    pub fn member_stats(&self) -> Vec<FtlStats> {
+        self.members.iter().map(|m| m.vsl.stats()).collect()
+    }
+}
+
+impl VirtualDevice for Card {
+    fn capacity_bytes(&self) -> u64 {
+        self.capacity_sectors * self.sector_bytes as u64
+    }
+
+    fn sector_bytes(&self) -> u32 {
+        self.sector_bytes
+    }
+
+    fn submit(&mut self, now: Nanos, kind: IoKind, offset: u64, len: u64) -> Result<Nanos, DeviceError> {
+        let sector = self.sector_bytes as u64;
+        if offset % sector != 0 || len % sector != 0 || len == 0 {
+            return Err(DeviceError::Misaligned { offset, len, sector: self.sector_bytes });
+        }
+        let cap = self.capacity_bytes();
+        if offset >= cap || len > cap - offset {
+            return Err(DeviceError::OutOfRange { offset, len, capacity: cap });
+        }
+        match kind {
+            IoKind::Read => self.host_bytes_read += len,
+            IoKind::Write => self.host_bytes_written += len,
+            IoKind::Trim => {}
+        }
+        let mut lba = offset / sector;
+        let end = lba + len / sector;
+        if self.members.len() == 1 {
+            return self.members[0].io(now, kind, lba, end - lba);
+        }
+        let m = self.members.len() as u64;
+        let mut done = now;
+        while lba < end {
+            let chunk = lba / self.chunk_sectors;
+            let within = lba % self.chunk_sectors;
+            let n = (self.chunk_sectors - within).min(end - lba);
+            let member = (chunk % m) as usize;
+            let member_lba = (chunk / m) * self.chunk_sectors + within;
+            done = done.max(self.members[member].io(now, kind, member_lba, n)?);
+            lba += n;
+        }
+        Ok(done)
+    }
+
+    fn stats(&self) -> DeviceStats {
+        let mut s = DeviceStats {
+            host_bytes_read: self.host_bytes_read,
+            host_bytes_written: self.host_bytes_written,
+            ..Default::default()
+        };
+        for m in &self.members {
+            let f = m.vsl.stats();
+            s.host_sectors_written += f.host_sectors_written;
+            s.gc_sectors_moved += f.gc_sectors_moved;
+            s.gc_runs += f.gc_runs;
+            s.erases += f.erases;
+            s.nand_bytes_programmed += m.vsl.nand.counters.bytes_programmed;
+            s.nand_bytes_read += m.vsl.nand.counters.bytes_read;
+            s.host_ram_bytes += m.vsl.host_ram_bytes();
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quick(name: &str) -> CardConfig {
+        let mut c = CardConfig::new(Preset::by_name(name).unwrap());
+        c.scale = 0.01;
+        c
+    }
+
+    #[test]
+    fn every_preset_builds_in_every_format() {
+        for p in crate::PRESETS {
+            for f in [Format::Stock, Format::Hp, Format::ImprovedWrite, Format::MaxWrite] {
+                for sector in [512, 4096] {
+                    let mut c = quick(p.name);
+                    c.format = f;
+                    c.sector_bytes = sector;
+                    let card = Card::new(c).unwrap_or_else(|e| panic!("{} {f:?} {sector}: {e}", p.name));
+                    assert!(card.capacity_bytes() > 0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn formats_order_capacity() {
+        let cap = |f| {
+            let mut c = quick("iodrive-duo-640-mlc");
+            c.format = f;
+            Card::new(c).unwrap().capacity_bytes()
+        };
+        let stock = cap(Format::Stock);
+        assert!(cap(Format::Hp) < stock);
+        assert!(cap(Format::ImprovedWrite) < stock);
+        assert!(cap(Format::MaxWrite) < cap(Format::ImprovedWrite));
+    }
+
+    #[test]
+    fn full_size_stock_member_is_320_gb() {
+        let mut c = CardConfig::new(Preset::by_name("iodrive-duo-640-mlc").unwrap());
+        c.member = MemberSel::One(0);
+        let f = c.ftl_config().unwrap();
+        assert_eq!(f.user_sectors * 4096, 320_000_000_000 / 4096 * 4096);
+    }
+
+    #[test]
+    fn raid0_splits_across_members() {
+        let mut card = Card::new(quick("iodrive-duo-640-mlc")).unwrap();
+        let chunk = card.config.chunk_bytes;
+        card.submit(Nanos(0), IoKind::Write, 0, 2 * chunk).unwrap();
+        let s = card.member_stats();
+        assert_eq!(s[0].host_sectors_written, chunk / 4096);
+        assert_eq!(s[1].host_sectors_written, chunk / 4096);
+    }
+
+    #[test]
+    fn bad_requests_are_errors() {
+        let mut card = Card::new(quick("iodrive-duo-640-mlc")).unwrap();
+        let cap = card.capacity_bytes();
+        assert!(matches!(card.submit(Nanos(0), IoKind::Read, 100, 4096), Err(DeviceError::Misaligned { .. })));
+        assert!(matches!(card.submit(Nanos(0), IoKind::Read, cap, 4096), Err(DeviceError::OutOfRange { .. })));
+        let mut c = quick("iodrive-duo-640-mlc");
+        c.member = MemberSel::One(2);
+        assert!(Card::new(c).is_err());
+        let mut c = quick("iodrive-duo-640-mlc");
+        c.format = Format::Overprovision(0.0);
+        assert!(Card::new(c).err().unwrap().to_string().contains("no spare"));
+    }
+}

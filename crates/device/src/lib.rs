@@ -1,0 +1,21 @@
+//! Modelled cards.
+//!
+//! - [`Preset`]: a card from SYSTEM.md §2 with its NAND, geometry, data
+//!   sheet and the controller / host-software parameters derived from it.
+//! - [`Format`]: stock, high-performance, improved-write, max-write, a
+//!   capacity or an over-provisioning percentage.
+//! - [`Card`]: the modelled card: one [`Member`] (ioMemory device: FTL +
+//!   controller) per ioDimm, and software RAID 0 across the selected
+//!   members. It implements [`VirtualDevice`], the narrow interface the lab
+//!   drives.
+//!
+//! One I/O through a member: host VSL software cost → (writes) admission to
+//! the power-cut-protected buffer → controller DMA; (reads) NAND array read
+//! and bus transfer in parallel with the controller's command pipeline →
+//! PCIe transfer to the host.
+
+mod card;
+mod preset;
+
+pub use card::{Card, CardConfig, DeviceError, DeviceStats, IoKind, Member, MemberSel, VirtualDevice};
+pub use preset::{DataSheet, Format, Preset, PRESETS};

@@ -1,0 +1,265 @@
+use nand::{CellTiming, Geometry};
+use serde::Serialize;
+
+/// Data-sheet figures of a card (whole card, all members), as quoted in
+/// the reviews (SYSTEM.md §2). `None` where the data sheet is silent.
+#[derive(Copy, Clone, Debug, Serialize)]
+pub struct DataSheet {
+    pub read_mb_s: u32,
+    pub write_mb_s: u32,
+    pub read_iops_512: Option<u32>,
+    pub write_iops_512: Option<u32>,
+    pub read_iops_4k: Option<u32>,
+    pub write_iops_4k: Option<u32>,
+    pub read_latency_us: Option<u32>,
+    pub write_latency_us: Option<u32>,
+}
+
+/// A modelled card.
+#[derive(Clone, Debug, Serialize)]
+pub struct Preset {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// ioMemory devices on the card (2 for a Duo).
+    pub members: u32,
+    pub timing: CellTiming,
+    pub geometry: Geometry,
+    /// Stock formatted capacity of one member, bytes.
+    pub stock_bytes: u64,
+    pub datasheet: DataSheet,
+    /// PCIe link of one member: usable bytes/s after encoding and protocol.
+    pub link_bytes_per_s: u64,
+    /// Host VSL software cost per I/O (not a throughput limit: the host has
+    /// many cores).
+    pub host_read_ns: u64,
+    pub host_write_ns: u64,
+}
+
+const GB: u64 = 1_000_000_000;
+/// PCIe 2.0 ×4: 4 lanes × 500 MB/s after 8b/10b, ×0.8 for TLP overhead.
+const PCIE2_X4: u64 = 1_600_000_000;
+/// Host costs of the first-generation VSL, calibrated on the ioDrive Duo
+/// 640 GB MLC 4K QD1 figures (see docs/MODEL.md).
+const GEN1_HOST_READ_NS: u64 = 26_000;
+const GEN1_HOST_WRITE_NS: u64 = 34_000;
+
+const fn lockstep(banks: u32, planes: u32, blocks: u32, pages: u32, page: u32) -> Geometry {
+    Geometry {
+        channels: 25,
+        parity_channels: 1,
+        banks,
+        planes,
+        blocks_per_plane: blocks,
+        pages_per_block: pages,
+        page_bytes: page,
+    }
+}
+
+pub static PRESETS: &[Preset] = &[
+    Preset {
+        name: "iodrive-duo-640-mlc",
+        description: "ioDrive Duo 640 GB MLC (2009): 2 ioDimms, each 25 x 16 GB MLC packages",
+        members: 2,
+        timing: CellTiming::MLC_2009,
+        geometry: lockstep(4, 2, 4096, 128, 4096),
+        stock_bytes: 320 * GB,
+        datasheet: DataSheet {
+            read_mb_s: 1500,
+            write_mb_s: 1000,
+            read_iops_512: Some(196_000),
+            write_iops_512: Some(285_000),
+            read_iops_4k: None,
+            write_iops_4k: None,
+            read_latency_us: Some(29),
+            write_latency_us: Some(29),
+        },
+        link_bytes_per_s: PCIE2_X4,
+        host_read_ns: GEN1_HOST_READ_NS,
+        host_write_ns: GEN1_HOST_WRITE_NS,
+    },
+    Preset {
+        name: "iodrive-duo-320-slc",
+        description: "ioDrive Duo 320 GB SLC (2009): 2 ioDimms, each 25 x 8 GB SLC packages",
+        members: 2,
+        timing: CellTiming::SLC_2009,
+        geometry: lockstep(4, 2, 4096, 64, 4096),
+        stock_bytes: 160 * GB,
+        datasheet: DataSheet {
+            read_mb_s: 1500,
+            write_mb_s: 1500,
+            read_iops_512: Some(261_000),
+            write_iops_512: Some(262_000),
+            read_iops_4k: None,
+            write_iops_4k: None,
+            read_latency_us: Some(26),
+            write_latency_us: Some(26),
+        },
+        link_bytes_per_s: PCIE2_X4,
+        host_read_ns: GEN1_HOST_READ_NS,
+        host_write_ns: GEN1_HOST_WRITE_NS,
+    },
+    Preset {
+        name: "iodrive-duo-640-slc",
+        description: "ioDrive Duo 640 GB SLC (2009): 2 ioDimms, each 25 x 16 GB SLC packages",
+        members: 2,
+        timing: CellTiming::SLC_2009,
+        geometry: lockstep(8, 2, 4096, 64, 4096),
+        stock_bytes: 320 * GB,
+        datasheet: DataSheet {
+            read_mb_s: 1500,
+            write_mb_s: 1500,
+            read_iops_512: Some(252_000),
+            write_iops_512: Some(236_000),
+            read_iops_4k: None,
+            write_iops_4k: None,
+            read_latency_us: Some(26),
+            write_latency_us: Some(26),
+        },
+        link_bytes_per_s: PCIE2_X4,
+        host_read_ns: GEN1_HOST_READ_NS,
+        host_write_ns: GEN1_HOST_WRITE_NS,
+    },
+    Preset {
+        name: "iodrive-duo-1280-mlc",
+        description: "ioDrive Duo 1.28 TB MLC (2010): 2 ioDimms, each 25 x 32 GB MLC packages",
+        members: 2,
+        timing: CellTiming::MLC_2009,
+        geometry: lockstep(8, 2, 4096, 128, 4096),
+        stock_bytes: 640 * GB,
+        datasheet: DataSheet {
+            read_mb_s: 1500,
+            write_mb_s: 1100,
+            read_iops_512: Some(185_000),
+            write_iops_512: Some(278_000),
+            read_iops_4k: None,
+            write_iops_4k: None,
+            read_latency_us: Some(30),
+            write_latency_us: Some(30),
+        },
+        link_bytes_per_s: PCIE2_X4,
+        host_read_ns: GEN1_HOST_READ_NS,
+        host_write_ns: GEN1_HOST_WRITE_NS,
+    },
+    Preset {
+        name: "iodrive2-duo-2400-mlc",
+        description: "ioDrive2 Duo 2.4 TB MLC (2012): 2 devices, each 25 x 64 GB MLC packages",
+        members: 2,
+        timing: CellTiming::MLC_2012,
+        geometry: lockstep(8, 2, 2048, 256, 8192),
+        stock_bytes: 1200 * GB,
+        datasheet: DataSheet {
+            read_mb_s: 3000,
+            write_mb_s: 2500,
+            read_iops_512: Some(540_000),
+            write_iops_512: Some(1_100_000),
+            read_iops_4k: Some(480_000),
+            write_iops_4k: Some(490_000),
+            read_latency_us: Some(68),
+            write_latency_us: Some(15),
+        },
+        // PCIe 2.0 x8 card, split x4 per device.
+        link_bytes_per_s: PCIE2_X4,
+        // Host costs from the data-sheet latencies (see docs/MODEL.md).
+        host_read_ns: 12_000,
+        host_write_ns: 10_000,
+    },
+    Preset {
+        name: "iodrive-160-slc",
+        description: "ioDrive 160 GB SLC (2008): one device, 25 packages, 25 % reserved",
+        members: 1,
+        timing: CellTiming::SLC_2009,
+        geometry: lockstep(4, 2, 3277, 64, 4096),
+        stock_bytes: 120 * GB,
+        datasheet: DataSheet {
+            read_mb_s: 700,
+            write_mb_s: 600,
+            read_iops_512: None,
+            write_iops_512: None,
+            read_iops_4k: None,
+            write_iops_4k: None,
+            read_latency_us: None,
+            write_latency_us: None,
+        },
+        link_bytes_per_s: PCIE2_X4,
+        host_read_ns: GEN1_HOST_READ_NS,
+        host_write_ns: GEN1_HOST_WRITE_NS,
+    },
+];
+
+impl Preset {
+    pub fn by_name(name: &str) -> Option<&'static Preset> {
+        PRESETS.iter().find(|p| p.name == name)
+    }
+
+    pub fn names() -> Vec<&'static str> {
+        PRESETS.iter().map(|p| p.name).collect()
+    }
+
+    /// Controller per-command occupancy for reads and writes: the inverse of
+    /// the data sheet's 512 B IOPS per member. Where the data sheet gives
+    /// none, the read/write bandwidth at 4 KiB is used instead.
+    pub fn command_ns(&self) -> (u64, u64) {
+        let m = self.members as u64;
+        let per = |iops: Option<u32>, mb_s: u32| -> u64 {
+            let iops = iops
+                .map(|v| v as u64)
+                .unwrap_or(mb_s as u64 * 1_000_000 / 4096);
+            1_000_000_000 * m / iops
+        };
+        (
+            per(self.datasheet.read_iops_512, self.datasheet.read_mb_s),
+            per(self.datasheet.write_iops_512, self.datasheet.write_mb_s),
+        )
+    }
+
+    /// Controller data-path bandwidth per member, bytes/s (data sheet / members).
+    pub fn datapath_bytes_per_s(&self) -> (u64, u64) {
+        let m = self.members as u64;
+        (
+            self.datasheet.read_mb_s as u64 * 1_000_000 / m,
+            self.datasheet.write_mb_s as u64 * 1_000_000 / m,
+        )
+    }
+}
+
+/// Low-level format of each member.
+#[derive(Copy, Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    Stock,
+    /// High-performance mode: 64 % of raw (256 GB per 400 GB-raw ioDimm).
+    Hp,
+    /// Improved write: 70 % of the stock capacity.
+    ImprovedWrite,
+    /// Maximum write: 50 % of the stock capacity.
+    MaxWrite,
+    /// An explicit capacity per member, bytes.
+    Capacity(u64),
+    /// Over-provisioning as a fraction (0..1) of the usable physical space.
+    Overprovision(f64),
+}
+
+impl Format {
+    pub fn parse(s: &str) -> Result<Format, String> {
+        match s {
+            "stock" => Ok(Format::Stock),
+            "hp" | "high-performance" => Ok(Format::Hp),
+            "improved-write" | "improved" => Ok(Format::ImprovedWrite),
+            "max-write" | "maximum-write" => Ok(Format::MaxWrite),
+            _ => Err(format!(
+                "unknown format '{s}' (expected stock, hp, improved-write or max-write)"
+            )),
+        }
+    }
+
+    pub fn label(&self) -> String {
+        match self {
+            Format::Stock => "stock".into(),
+            Format::Hp => "hp".into(),
+            Format::ImprovedWrite => "improved-write".into(),
+            Format::MaxWrite => "max-write".into(),
+            Format::Capacity(b) => format!("capacity:{b}"),
+            Format::Overprovision(f) => format!("op:{:.1}%", f * 100.0),
+        }
+    }
+}
