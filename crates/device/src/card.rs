@@ -8,7 +8,7 @@ use sim::{Nanos, Resource};
 /// over-provisioning model: calibrated on the 640 GB MLC 4K random-write
 /// steady state (docs/MODEL.md), then used unchanged for every preset and
 /// format.
-pub const RESERVED_FRACTION: f64 = 0.05;
+pub const RESERVED_FRACTION: f64 = 0.08;
 /// Free erase units foreground GC keeps (the frontier's next unit and one
 /// for GC's own moves).
 pub const GC_RESERVE_LEBS: u32 = 2;
@@ -29,7 +29,11 @@ pub enum DeviceError {
     #[error("I/O at offset {offset} length {len} is not aligned to the {sector}-byte sector")]
     Misaligned { offset: u64, len: u64, sector: u32 },
     #[error("I/O at offset {offset} length {len} is beyond the device's {capacity} bytes")]
-    OutOfRange { offset: u64, len: u64, capacity: u64 },
+    OutOfRange {
+        offset: u64,
+        len: u64,
+        capacity: u64,
+    },
     #[error("{0}")]
     Config(String),
 }
@@ -72,8 +76,13 @@ impl DeviceStats {
 pub trait VirtualDevice {
     fn capacity_bytes(&self) -> u64;
     fn sector_bytes(&self) -> u32;
-    fn submit(&mut self, now: Nanos, kind: IoKind, offset: u64, len: u64)
-        -> Result<Nanos, DeviceError>;
+    fn submit(
+        &mut self,
+        now: Nanos,
+        kind: IoKind,
+        offset: u64,
+        len: u64,
+    ) -> Result<Nanos, DeviceError>;
     fn stats(&self) -> DeviceStats;
 }
 
@@ -162,7 +171,10 @@ impl CardConfig {
             Format::Capacity(b) => (b as f64 * ratio) as u64,
             Format::Overprovision(f) => {
                 if !(0.0..1.0).contains(&f) {
-                    return err(format!("over-provisioning {:.1}% must be in [0, 100)", f * 100.0));
+                    return err(format!(
+                        "over-provisioning {:.1}% must be in [0, 100)",
+                        f * 100.0
+                    ));
                 }
                 (usable_bytes as f64 * (1.0 - f)) as u64
             }
@@ -171,7 +183,8 @@ impl CardConfig {
         if cfg.user_sectors == 0 {
             return err("formatted capacity is zero".into());
         }
-        let ram = cfg.user_sectors * 4 + cfg.geometry.lebs() as u64 * cfg.slots_per_leb() as u64 * 4;
+        let ram =
+            cfg.user_sectors * 4 + cfg.geometry.lebs() as u64 * cfg.slots_per_leb() as u64 * 4;
         if ram > MAX_MODEL_RAM {
             return err(format!(
                 "this format needs {:.1} GiB of host RAM per member for its map; use --scale or 4096-byte sectors",
@@ -221,7 +234,13 @@ impl Member {
         Nanos(cmd_ns).max(Nanos::for_bytes(bytes, bps))
     }
 
-    fn io(&mut self, now: Nanos, kind: IoKind, lba: u64, sectors: u64) -> Result<Nanos, DeviceError> {
+    fn io(
+        &mut self,
+        now: Nanos,
+        kind: IoKind,
+        lba: u64,
+        sectors: u64,
+    ) -> Result<Nanos, DeviceError> {
         let bytes = sectors * self.vsl.sector_bytes() as u64;
         match kind {
             IoKind::Read => {
@@ -235,9 +254,10 @@ impl Member {
             IoKind::Write => {
                 let t0 = now + Nanos(self.host_write_ns);
                 let admitted = self.vsl.write(t0, lba, sectors)?;
-                let (_, done) = self
-                    .ctrl_write
-                    .reserve(admitted, Self::pipeline(self.cmd_write_ns, bytes, self.write_bps));
+                let (_, done) = self.ctrl_write.reserve(
+                    admitted,
+                    Self::pipeline(self.cmd_write_ns, bytes, self.write_bps),
+                );
                 Ok(done)
             }
             IoKind::Trim => {
@@ -295,7 +315,9 @@ impl Card {
             (per_member / chunk_sectors) * chunk_sectors * members.len() as u64
         };
         if capacity_sectors == 0 {
-            return Err(DeviceError::Config("striped capacity is smaller than one chunk".into()));
+            return Err(DeviceError::Config(
+                "striped capacity is smaller than one chunk".into(),
+            ));
         }
         Ok(Card {
             sector_bytes: config.sector_bytes,
@@ -327,14 +349,28 @@ impl VirtualDevice for Card {
         self.sector_bytes
     }
 
-    fn submit(&mut self, now: Nanos, kind: IoKind, offset: u64, len: u64) -> Result<Nanos, DeviceError> {
+    fn submit(
+        &mut self,
+        now: Nanos,
+        kind: IoKind,
+        offset: u64,
+        len: u64,
+    ) -> Result<Nanos, DeviceError> {
         let sector = self.sector_bytes as u64;
         if offset % sector != 0 || len % sector != 0 || len == 0 {
-            return Err(DeviceError::Misaligned { offset, len, sector: self.sector_bytes });
+            return Err(DeviceError::Misaligned {
+                offset,
+                len,
+                sector: self.sector_bytes,
+            });
         }
         let cap = self.capacity_bytes();
         if offset >= cap || len > cap - offset {
-            return Err(DeviceError::OutOfRange { offset, len, capacity: cap });
+            return Err(DeviceError::OutOfRange {
+                offset,
+                len,
+                capacity: cap,
+            });
         }
         match kind {
             IoKind::Read => self.host_bytes_read += len,
@@ -393,12 +429,18 @@ mod tests {
     #[test]
     fn every_preset_builds_in_every_format() {
         for p in crate::PRESETS {
-            for f in [Format::Stock, Format::Hp, Format::ImprovedWrite, Format::MaxWrite] {
+            for f in [
+                Format::Stock,
+                Format::Hp,
+                Format::ImprovedWrite,
+                Format::MaxWrite,
+            ] {
                 for sector in [512, 4096] {
                     let mut c = quick(p.name);
                     c.format = f;
                     c.sector_bytes = sector;
-                    let card = Card::new(c).unwrap_or_else(|e| panic!("{} {f:?} {sector}: {e}", p.name));
+                    let card =
+                        Card::new(c).unwrap_or_else(|e| panic!("{} {f:?} {sector}: {e}", p.name));
                     assert!(card.capacity_bytes() > 0);
                 }
             }
@@ -440,8 +482,14 @@ mod tests {
     fn bad_requests_are_errors() {
         let mut card = Card::new(quick("iodrive-duo-640-mlc")).unwrap();
         let cap = card.capacity_bytes();
-        assert!(matches!(card.submit(Nanos(0), IoKind::Read, 100, 4096), Err(DeviceError::Misaligned { .. })));
-        assert!(matches!(card.submit(Nanos(0), IoKind::Read, cap, 4096), Err(DeviceError::OutOfRange { .. })));
+        assert!(matches!(
+            card.submit(Nanos(0), IoKind::Read, 100, 4096),
+            Err(DeviceError::Misaligned { .. })
+        ));
+        assert!(matches!(
+            card.submit(Nanos(0), IoKind::Read, cap, 4096),
+            Err(DeviceError::OutOfRange { .. })
+        ));
         let mut c = quick("iodrive-duo-640-mlc");
         c.member = MemberSel::One(2);
         assert!(Card::new(c).is_err());

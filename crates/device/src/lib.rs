@@ -17,5 +17,7 @@
 mod card;
 mod preset;
 
-pub use card::{Card, CardConfig, DeviceError, DeviceStats, IoKind, Member, MemberSel, VirtualDevice};
+pub use card::{
+    Card, CardConfig, DeviceError, DeviceStats, IoKind, Member, MemberSel, VirtualDevice,
+};
 pub use preset::{DataSheet, Format, Preset, PRESETS};

@@ -189,6 +189,8 @@ pub struct Vsl {
     buffer_used: u64,
     buffer_cap: u64,
     last_admit: Nanos,
+    /// Scratch: read completion per write unit of the GC victim.
+    gc_read_done: Vec<Nanos>,
     stats: FtlStats,
 }
 
@@ -231,6 +233,7 @@ impl Vsl {
             buffer_used: 0,
             buffer_cap,
             last_admit: Nanos::ZERO,
+            gc_read_done: Vec::with_capacity(g.units_per_leb() as usize),
             spu,
             spl,
             cfg,
@@ -520,30 +523,41 @@ impl Vsl {
     }
 
     /// Reclaims one erase unit: reads its valid sectors, appends them at the
-    /// frontier, erases it and returns it to the free list.
+    /// frontier, erases it and returns it to the free list. The controller
+    /// issues every read of the victim before the moved data is programmed,
+    /// so reads on all banks overlap instead of waiting behind programs.
     fn collect_one(&mut self, t: Nanos) {
         let victim = self.select_victim();
         self.stats.gc_runs += 1;
         let base = victim * self.spl;
         let sector = self.cfg.sector_bytes as u64;
-        for unit in 0..self.cfg.geometry.units_per_leb() {
+        let units = self.cfg.geometry.units_per_leb();
+        let mut ready = std::mem::take(&mut self.gc_read_done);
+        ready.clear();
+        for unit in 0..units {
             let first = base + unit * self.spu;
-            let valid: u32 = (first..first + self.spu)
+            let valid = (first..first + self.spu)
                 .filter(|&psa| self.is_valid(psa))
-                .count() as u32;
-            if valid == 0 {
-                continue;
-            }
-            let bank = unit % self.cfg.geometry.banks;
-            let ready = self.nand.read_unit(t, bank, valid as u64 * sector);
+                .count() as u64;
+            let done = if valid == 0 {
+                t
+            } else {
+                let bank = unit % self.cfg.geometry.banks;
+                self.nand.read_unit(t, bank, valid * sector)
+            };
+            ready.push(done);
+        }
+        for unit in 0..units {
+            let first = base + unit * self.spu;
             for psa in first..first + self.spu {
                 if self.is_valid(psa) {
                     let lba = self.p2l[psa as usize];
-                    self.place(ready, lba, None);
+                    self.place(ready[unit as usize], lba, None);
+                    self.stats.gc_sectors_moved += 1;
                 }
             }
-            self.stats.gc_sectors_moved += valid as u64;
         }
+        self.gc_read_done = ready;
         assert_eq!(
             self.leb_valid[victim as usize], 0,
             "victim still holds data"

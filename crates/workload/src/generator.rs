@@ -49,7 +49,9 @@ impl Generator {
         let share = region_len / threads.max(1) as u64 / align * align;
         let dist = match &spec.distribution {
             Distribution::Uniform => Dist::Uniform,
-            Distribution::Zipf(theta) => Dist::Zipf(Zipf::new(region_len / sizes[0].max(1), *theta)),
+            Distribution::Zipf(theta) => {
+                Dist::Zipf(Zipf::new(region_len / sizes[0].max(1), *theta))
+            }
             Distribution::Zoned(z) => {
                 let mut a = 0.0;
                 let mut start = 0.0;
@@ -90,7 +92,11 @@ impl Generator {
             self.sizes[0]
         } else {
             let u = prng.next_f64();
-            let i = self.cumulative.iter().position(|&c| u < c).unwrap_or(self.sizes.len() - 1);
+            let i = self
+                .cumulative
+                .iter()
+                .position(|&c| u < c)
+                .unwrap_or(self.sizes.len() - 1);
             self.sizes[i]
         };
         let rel = if self.sequential {
@@ -140,7 +146,13 @@ struct Zipf {
 impl Zipf {
     fn new(n: u64, s: f64) -> Zipf {
         let n = n.max(1);
-        let mut z = Zipf { n, s, h_x1: 0.0, h_n: 0.0, s_val: 0.0 };
+        let mut z = Zipf {
+            n,
+            s,
+            h_x1: 0.0,
+            h_n: 0.0,
+            s_val: 0.0,
+        };
         z.h_x1 = z.h_integral(1.5) - 1.0;
         z.h_n = z.h_integral(n as f64 + 0.5);
         z.s_val = 2.0 - z.h_integral_inv(z.h_integral(2.5) - z.h(2.0));
@@ -216,7 +228,10 @@ mod tests {
     use crate::Profile;
 
     fn spec(rw: &str) -> WorkloadSpec {
-        WorkloadSpec::from_rw(rw, None).unwrap().resolve(1 << 30, 4096).unwrap()
+        WorkloadSpec::from_rw(rw, None)
+            .unwrap()
+            .resolve(1 << 30, 4096)
+            .unwrap()
     }
 
     #[test]
@@ -258,7 +273,11 @@ mod tests {
 
     #[test]
     fn bssplit_mix_is_respected() {
-        let s = Profile::by_name("fileserver").unwrap().spec().resolve(1 << 30, 512).unwrap();
+        let s = Profile::by_name("fileserver")
+            .unwrap()
+            .spec()
+            .resolve(1 << 30, 512)
+            .unwrap();
         let mut g = Generator::new(&s, 0, 1);
         let mut p = Prng::from_seed(3);
         let n = 200_000;
@@ -290,7 +309,9 @@ mod tests {
         s.distribution = Distribution::parse("zoned:90/10:10/90").unwrap();
         let mut g = Generator::new(&s, 0, 1);
         let mut p = Prng::from_seed(5);
-        let hot = (0..100_000).filter(|_| g.next(&mut p).offset < (1 << 30) / 10).count();
+        let hot = (0..100_000)
+            .filter(|_| g.next(&mut p).offset < (1 << 30) / 10)
+            .count();
         assert!((89_000..91_000).contains(&hot), "{hot}");
     }
 

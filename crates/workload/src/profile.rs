@@ -11,9 +11,27 @@ pub struct Profile {
 }
 
 pub static PROFILES: &[Profile] = &[
-    Profile { name: "4k-randread", description: "4 KiB random, 100% read", pattern: Pattern::Random, read_percent: 100, bssplit: "4k" },
-    Profile { name: "4k-randwrite", description: "4 KiB random, 100% write", pattern: Pattern::Random, read_percent: 0, bssplit: "4k" },
-    Profile { name: "8k-7030", description: "8 KiB random, 70% read / 30% write", pattern: Pattern::Random, read_percent: 70, bssplit: "8k" },
+    Profile {
+        name: "4k-randread",
+        description: "4 KiB random, 100% read",
+        pattern: Pattern::Random,
+        read_percent: 100,
+        bssplit: "4k",
+    },
+    Profile {
+        name: "4k-randwrite",
+        description: "4 KiB random, 100% write",
+        pattern: Pattern::Random,
+        read_percent: 0,
+        bssplit: "4k",
+    },
+    Profile {
+        name: "8k-7030",
+        description: "8 KiB random, 70% read / 30% write",
+        pattern: Pattern::Random,
+        read_percent: 70,
+        bssplit: "8k",
+    },
     Profile {
         name: "fileserver",
         description: "File Server: random, 80% read, 512B-64K mix",
@@ -28,10 +46,34 @@ pub static PROFILES: &[Profile] = &[
         read_percent: 100,
         bssplit: "512/22:1k/15:2k/8:4k/23:8k/15:16k/2:32k/6:64k/7:128k/1:512k/1",
     },
-    Profile { name: "seq-2m-read", description: "2 MiB sequential read", pattern: Pattern::Sequential, read_percent: 100, bssplit: "2m" },
-    Profile { name: "seq-2m-write", description: "2 MiB sequential write", pattern: Pattern::Sequential, read_percent: 0, bssplit: "2m" },
-    Profile { name: "2m-randread", description: "2 MiB random read", pattern: Pattern::Random, read_percent: 100, bssplit: "2m" },
-    Profile { name: "2m-randwrite", description: "2 MiB random write", pattern: Pattern::Random, read_percent: 0, bssplit: "2m" },
+    Profile {
+        name: "seq-2m-read",
+        description: "2 MiB sequential read",
+        pattern: Pattern::Sequential,
+        read_percent: 100,
+        bssplit: "2m",
+    },
+    Profile {
+        name: "seq-2m-write",
+        description: "2 MiB sequential write",
+        pattern: Pattern::Sequential,
+        read_percent: 0,
+        bssplit: "2m",
+    },
+    Profile {
+        name: "2m-randread",
+        description: "2 MiB random read",
+        pattern: Pattern::Random,
+        read_percent: 100,
+        bssplit: "2m",
+    },
+    Profile {
+        name: "2m-randwrite",
+        description: "2 MiB random write",
+        pattern: Pattern::Random,
+        read_percent: 0,
+        bssplit: "2m",
+    },
 ];
 
 impl Profile {
@@ -44,10 +86,11 @@ impl Profile {
     }
 
     pub fn spec(&self) -> WorkloadSpec {
-        let block_sizes = match BlockSizes::parse_split(self.bssplit).expect("profile table is valid") {
-            BlockSizes::Split(v) if v.len() == 1 => BlockSizes::Fixed(v[0].0),
-            b => b,
-        };
+        let block_sizes =
+            match BlockSizes::parse_split(self.bssplit).expect("profile table is valid") {
+                BlockSizes::Split(v) if v.len() == 1 => BlockSizes::Fixed(v[0].0),
+                b => b,
+            };
         WorkloadSpec {
             pattern: self.pattern,
             read_fraction: self.read_percent as f64 / 100.0,
@@ -93,6 +136,12 @@ mod tests {
             }
             _ => panic!("fileserver is a mix"),
         }
-        assert_eq!(Profile::by_name("webserver").unwrap().precondition_spec().read_fraction, 0.0);
+        assert_eq!(
+            Profile::by_name("webserver")
+                .unwrap()
+                .precondition_spec()
+                .read_fraction,
+            0.0
+        );
     }
 }

@@ -39,9 +39,9 @@ impl BlockSizes {
         for part in s.split(':').filter(|p| !p.is_empty()) {
             let (size, weight) = match part.split_once('/') {
                 Some((a, b)) if !b.is_empty() => {
-                    let w: f64 = b
-                        .parse()
-                        .map_err(|_| SpecError::Invalid(format!("invalid bssplit weight '{b}' in '{s}'")))?;
+                    let w: f64 = b.parse().map_err(|_| {
+                        SpecError::Invalid(format!("invalid bssplit weight '{b}' in '{s}'"))
+                    })?;
                     if !(0.0..=100.0).contains(&w) {
                         return invalid(format!("bssplit weight '{b}' must be 0..100"));
                     }
@@ -63,7 +63,11 @@ impl BlockSizes {
         if total > 1.0 + 1e-9 {
             return invalid(format!("bssplit weights in '{s}' add up to more than 100"));
         }
-        let rest = if unweighted > 0 { (1.0 - total) / unweighted as f64 } else { 0.0 };
+        let rest = if unweighted > 0 {
+            (1.0 - total) / unweighted as f64
+        } else {
+            0.0
+        };
         let mut sum = 0.0;
         let mut out = Vec::with_capacity(entries.len());
         for (size, w) in entries {
@@ -74,7 +78,9 @@ impl BlockSizes {
         if sum <= 0.0 {
             return invalid(format!("bssplit '{s}' has no positive weight"));
         }
-        Ok(BlockSizes::Split(out.into_iter().map(|(b, w)| (b, w / sum)).collect()))
+        Ok(BlockSizes::Split(
+            out.into_iter().map(|(b, w)| (b, w / sum)).collect(),
+        ))
     }
 
     pub fn sizes(&self) -> Vec<u64> {
@@ -100,7 +106,9 @@ impl BlockSizes {
         let up = |b: u64| b.div_ceil(sector) * sector;
         match self {
             BlockSizes::Fixed(b) => BlockSizes::Fixed(up(*b)),
-            BlockSizes::Split(v) => BlockSizes::Split(v.iter().map(|(b, w)| (up(*b), *w)).collect()),
+            BlockSizes::Split(v) => {
+                BlockSizes::Split(v.iter().map(|(b, w)| (up(*b), *w)).collect())
+            }
         }
     }
 }
@@ -129,7 +137,9 @@ impl Distribution {
                 .parse()
                 .map_err(|_| SpecError::Invalid(format!("invalid zipf exponent '{theta}'")))?;
             if !(t > 0.0) || t == 1.0 || !t.is_finite() {
-                return invalid(format!("zipf exponent {theta} must be positive and not 1.0"));
+                return invalid(format!(
+                    "zipf exponent {theta} must be positive and not 1.0"
+                ));
             }
             return Ok(Distribution::Zipf(t));
         }
@@ -137,9 +147,9 @@ impl Distribution {
             let mut out = Vec::new();
             let (mut acc, mut size) = (0.0, 0.0);
             for z in zones.split(':') {
-                let (a, b) = z
-                    .split_once('/')
-                    .ok_or_else(|| SpecError::Invalid(format!("zone '{z}' must be access%/size%")))?;
+                let (a, b) = z.split_once('/').ok_or_else(|| {
+                    SpecError::Invalid(format!("zone '{z}' must be access%/size%"))
+                })?;
                 let a = parse_percent(a).map_err(SpecError::Invalid)?;
                 let b = parse_percent(b).map_err(SpecError::Invalid)?;
                 if b <= 0.0 {
@@ -150,11 +160,15 @@ impl Distribution {
                 out.push((a, b));
             }
             if (acc - 1.0).abs() > 1e-6 || (size - 1.0).abs() > 1e-6 {
-                return invalid(format!("zones '{zones}' must add up to 100% of accesses and of size"));
+                return invalid(format!(
+                    "zones '{zones}' must add up to 100% of accesses and of size"
+                ));
             }
             return Ok(Distribution::Zoned(out));
         }
-        invalid(format!("unknown random distribution '{s}' (expected random, zipf:THETA or zoned:A/S:...)"))
+        invalid(format!(
+            "unknown random distribution '{s}' (expected random, zipf:THETA or zoned:A/S:...)"
+        ))
     }
 }
 
@@ -228,14 +242,22 @@ impl WorkloadSpec {
         }
         for b in s.block_sizes.sizes() {
             if b == 0 || b % sector != 0 {
-                return invalid(format!("block size {b} is not a multiple of the {sector}-byte sector"));
+                return invalid(format!(
+                    "block size {b} is not a multiple of the {sector}-byte sector"
+                ));
             }
         }
         if s.offset % sector != 0 {
-            return invalid(format!("offset {} is not a multiple of the {sector}-byte sector", s.offset));
+            return invalid(format!(
+                "offset {} is not a multiple of the {sector}-byte sector",
+                s.offset
+            ));
         }
         if s.offset >= capacity {
-            return invalid(format!("offset {} is beyond the device's {capacity} bytes", s.offset));
+            return invalid(format!(
+                "offset {} is beyond the device's {capacity} bytes",
+                s.offset
+            ));
         }
         let size = s.size.unwrap_or(capacity - s.offset);
         if size == 0 || size > capacity - s.offset {
@@ -263,7 +285,10 @@ mod tests {
     #[test]
     fn bssplit_parses_and_normalises() {
         let b = BlockSizes::parse_split("512/10:4k/60:64k/30").unwrap();
-        assert_eq!(b, BlockSizes::Split(vec![(512, 0.1), (4096, 0.6), (65536, 0.3)]));
+        assert_eq!(
+            b,
+            BlockSizes::Split(vec![(512, 0.1), (4096, 0.6), (65536, 0.3)])
+        );
         let b = BlockSizes::parse_split("4k/50:8k").unwrap();
         assert_eq!(b, BlockSizes::Split(vec![(4096, 0.5), (8192, 0.5)]));
         assert!(BlockSizes::parse_split("4k/80:8k/40").is_err());
@@ -272,7 +297,10 @@ mod tests {
 
     #[test]
     fn distributions_parse() {
-        assert_eq!(Distribution::parse("zipf:1.2").unwrap(), Distribution::Zipf(1.2));
+        assert_eq!(
+            Distribution::parse("zipf:1.2").unwrap(),
+            Distribution::Zipf(1.2)
+        );
         assert!(Distribution::parse("zipf:1").is_err());
         assert!(Distribution::parse("zoned:90/10:10/90").is_ok());
         assert!(Distribution::parse("zoned:90/10:20/90").is_err());
@@ -283,7 +311,11 @@ mod tests {
     fn resolve_checks_alignment_and_region() {
         let mut s = WorkloadSpec::from_rw("randwrite", None).unwrap();
         s.block_sizes = BlockSizes::Fixed(6000);
-        assert!(s.resolve(1 << 30, 4096).unwrap_err().to_string().contains("multiple"));
+        assert!(s
+            .resolve(1 << 30, 4096)
+            .unwrap_err()
+            .to_string()
+            .contains("multiple"));
         s.block_sizes = BlockSizes::Fixed(4096);
         s.offset = 1 << 30;
         assert!(s.resolve(1 << 30, 4096).is_err());

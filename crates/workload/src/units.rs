@@ -6,7 +6,10 @@
 /// `ib`) are binary multiples, as in fio.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim().to_ascii_lowercase();
-    let t = t.strip_suffix("ib").or_else(|| t.strip_suffix('b')).unwrap_or(&t);
+    let t = t
+        .strip_suffix("ib")
+        .or_else(|| t.strip_suffix('b'))
+        .unwrap_or(&t);
     let (num, mult) = match t.chars().last() {
         Some('k') => (&t[..t.len() - 1], 1u64 << 10),
         Some('m') => (&t[..t.len() - 1], 1 << 20),
@@ -45,7 +48,11 @@ pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
         "m" | "min" => 60e9,
         "h" => 3600e9,
         "d" => 86400e9,
-        _ => return Err(format!("unknown duration unit in '{s}' (use ns, us, ms, s, m, h, d)")),
+        _ => {
+            return Err(format!(
+                "unknown duration unit in '{s}' (use ns, us, ms, s, m, h, d)"
+            ))
+        }
     };
     if !v.is_finite() || v <= 0.0 {
         return Err(format!("duration '{s}' must be positive"));

@@ -1,0 +1,146 @@
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "vsl",
+    version,
+    about = "openvsl: a modelled Fusion-io style PCIe flash card and its benchmark lab",
+    long_about = "openvsl models a Fusion-io style ioMemory card (NAND + the host-resident VSL flash \
+translation layer) in deterministic virtual time. `vsl run` drives it with a fio-style workload \
+and reports throughput, latency statistics and write amplification per interval."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a workload on a modelled card in virtual time.
+    Run(RunArgs),
+    /// List the device presets with their geometry and data-sheet figures.
+    Devices(DevicesArgs),
+    /// List the named workload profiles.
+    Profiles,
+    /// Run the SYSTEM.md §4 validation table: model vs measured.
+    Validate(ValidateArgs),
+}
+
+/// The card and how it is formatted.
+#[derive(Args, Debug, Clone)]
+pub struct CardArgs {
+    /// Device preset (see `vsl devices`).
+    #[arg(long, default_value = "iodrive-duo-640-mlc")]
+    pub device: String,
+    /// Low-level format: stock, hp, improved-write or max-write.
+    #[arg(long, default_value = "stock", conflicts_with_all = ["capacity", "overprovision"])]
+    pub format: String,
+    /// Formatted capacity of each ioMemory device, e.g. 200G (instead of --format).
+    #[arg(long)]
+    pub capacity: Option<String>,
+    /// Over-provisioning as a percentage of the usable NAND, e.g. 36% (instead of --format).
+    #[arg(long)]
+    pub overprovision: Option<String>,
+    /// Logical sector size: 512 or 4096.
+    #[arg(long, default_value = "4096")]
+    pub sector_size: String,
+    /// ioMemory device(s) of a Duo to use: 0, 1 or all (RAID 0 across both).
+    #[arg(long, default_value = "all")]
+    pub member: String,
+    /// RAID 0 chunk size across members.
+    #[arg(long, default_value = "512k")]
+    pub chunk: String,
+    /// Keep this fraction of each device's erase blocks (capacity shrinks;
+    /// parallelism and timing stay), for quick runs.
+    #[arg(long, default_value = "1")]
+    pub scale: String,
+    /// Garbage-collection victim selection: greedy or cost-benefit.
+    #[arg(long, default_value = "greedy")]
+    pub gc_policy: String,
+}
+
+/// The workload, spelled as fio spells it.
+#[derive(Args, Debug, Clone)]
+pub struct WorkloadArgs {
+    /// Named profile (see `vsl profiles`); other workload options override it.
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// read, write, randread, randwrite, rw or randrw.
+    #[arg(long)]
+    pub rw: Option<String>,
+    /// Percentage of reads in a mixed workload.
+    #[arg(long)]
+    pub rwmixread: Option<String>,
+    /// Block size, e.g. 4k.
+    #[arg(long, conflicts_with = "bssplit")]
+    pub bs: Option<String>,
+    /// Block size mix, e.g. 512/10:4k/60:64k/30.
+    #[arg(long)]
+    pub bssplit: Option<String>,
+    /// random, zipf:THETA or zoned:ACCESS%/SIZE%:...
+    #[arg(long)]
+    pub random_distribution: Option<String>,
+    /// Length of the target region (default: the whole device).
+    #[arg(long)]
+    pub size: Option<String>,
+    /// Start of the target region.
+    #[arg(long, default_value = "0")]
+    pub offset: String,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub card: CardArgs,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// Threads (jobs), each with --qd I/Os outstanding.
+    #[arg(long, default_value_t = 16)]
+    pub threads: u32,
+    /// Queue depth per thread.
+    #[arg(long, default_value_t = 16)]
+    pub qd: u32,
+    /// Virtual time to run, e.g. 90s, 6h.
+    #[arg(long, default_value = "60s")]
+    pub duration: String,
+    /// Reporting interval in virtual time.
+    #[arg(long, default_value = "1s")]
+    pub interval: String,
+    /// Seed of every random choice; same seed and options give identical output.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Fill the device sequentially first, as the reviews do.
+    #[arg(long)]
+    pub precondition: bool,
+    /// Write the summary and intervals as JSON.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
+    /// Write the intervals as CSV.
+    #[arg(long)]
+    pub csv: Option<std::path::PathBuf>,
+    /// No progress bar or table (errors still go to stderr).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DevicesArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// Fraction of erase blocks to keep (1 = full 640 GB card).
+    #[arg(long, default_value = "0.05")]
+    pub scale: String,
+    /// Virtual time of each steady-state measurement window.
+    #[arg(long, default_value = "120s")]
+    pub window: String,
+    /// Write the table as JSON.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}

@@ -1,0 +1,59 @@
+use crate::args::DevicesArgs;
+use anyhow::Result;
+use device::{Preset, PRESETS};
+use std::io::Write;
+use workload::Profile;
+
+fn opt(v: Option<u32>, scale: f64, unit: &str) -> String {
+    v.map(|x| format!("{:.0}{unit}", x as f64 / scale))
+        .unwrap_or_else(|| "-".into())
+}
+
+pub fn devices(a: DevicesArgs) -> Result<()> {
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(PRESETS)?);
+        return Ok(());
+    }
+    let mut o = std::io::stdout().lock();
+    for p in PRESETS {
+        let g = &p.geometry;
+        let _ = writeln!(o, "{}\n  {}", p.name, p.description);
+        let _ = writeln!(
+            o,
+            "  {} x {:.0} GB stock ({} raw each); {} NAND: {} ch ({} parity) x {} banks x {} planes x {} blocks x {} pages x {} B",
+            p.members, p.stock_bytes as f64 / 1e9, crate::output::human_bytes(g.raw_bytes()), p.timing.cell,
+            g.channels, g.parity_channels, g.banks, g.planes, g.blocks_per_plane, g.pages_per_block, g.page_bytes
+        );
+        let d = &p.datasheet;
+        let _ = writeln!(
+            o,
+            "  data sheet: {}/{} MB/s read/write; 512 B IOPS {}/{}; 4K IOPS {}/{}; latency {}/{}",
+            d.read_mb_s,
+            d.write_mb_s,
+            opt(d.read_iops_512, 1e3, "K"),
+            opt(d.write_iops_512, 1e3, "K"),
+            opt(d.read_iops_4k, 1e3, "K"),
+            opt(d.write_iops_4k, 1e3, "K"),
+            opt(d.read_latency_us, 1.0, " us"),
+            opt(d.write_latency_us, 1.0, " us")
+        );
+        let _ = writeln!(
+            o,
+            "  NAND: tR {} us, tPROG {} us, tBERS {} us, {} MB/s per channel, {} P/E cycles",
+            p.timing.read_ns / 1000,
+            p.timing.program_ns / 1000,
+            p.timing.erase_ns / 1000,
+            p.timing.bus_bytes_per_s / 1_000_000,
+            p.timing.endurance_cycles
+        );
+    }
+    let _ = writeln!(o, "\ndefault: {}", Preset::names()[0]);
+    Ok(())
+}
+
+pub fn profiles() -> Result<()> {
+    for p in Profile::all() {
+        println!("{:<14} {}", p.name, p.description);
+    }
+    Ok(())
+}

@@ -1,0 +1,24 @@
+//! `vsl`: the command-line front end. Argument parsing and glue only; the
+//! model lives in the library crates.
+
+mod args;
+mod cmd_devices;
+mod cmd_run;
+mod cmd_validate;
+mod output;
+
+use clap::Parser;
+
+fn main() {
+    let cli = args::Cli::parse();
+    let result = match cli.command {
+        args::Command::Run(a) => cmd_run::run(a),
+        args::Command::Devices(a) => cmd_devices::devices(a),
+        args::Command::Profiles => cmd_devices::profiles(),
+        args::Command::Validate(a) => cmd_validate::validate(a),
+    };
+    if let Err(e) = result {
+        eprintln!("vsl: error: {e:#}");
+        std::process::exit(1);
+    }
+}

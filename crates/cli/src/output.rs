@@ -1,0 +1,215 @@
+use anyhow::{Context, Result};
+use device::{Card, VirtualDevice};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use lab::{IntervalStats, RunOptions, Summary};
+use serde::Serialize;
+use std::io::Write;
+use std::path::Path;
+use workload::WorkloadSpec;
+
+/// The device as a report describes it.
+#[derive(Serialize)]
+pub struct DeviceInfo {
+    pub preset: &'static str,
+    pub format: String,
+    pub sector_bytes: u32,
+    pub members: Vec<u32>,
+    pub scale: f64,
+    pub capacity_bytes: u64,
+    pub raw_bytes_per_member: u64,
+    pub spare_factor: f64,
+    pub gc_policy: ftl::GcPolicy,
+    pub host_ram_bytes: u64,
+}
+
+impl DeviceInfo {
+    pub fn new(card: &Card) -> DeviceInfo {
+        let f = card.members[0].vsl.config();
+        DeviceInfo {
+            preset: card.config.preset.name,
+            format: card.config.format.label(),
+            sector_bytes: card.sector_bytes(),
+            members: card.member_ids().to_vec(),
+            scale: card.config.scale,
+            capacity_bytes: card.capacity_bytes(),
+            raw_bytes_per_member: f.geometry.raw_bytes(),
+            spare_factor: f.spare_factor(),
+            gc_policy: f.gc_policy,
+            host_ram_bytes: card.stats().host_ram_bytes,
+        }
+    }
+}
+
+/// Everything `vsl run --json` writes. Deterministic: no wall-clock fields.
+#[derive(Serialize)]
+pub struct Report<'a> {
+    pub tool: &'static str,
+    pub version: &'static str,
+    pub device: DeviceInfo,
+    pub workload: &'a WorkloadSpec,
+    pub options: &'a RunOptions,
+    pub summary: &'a Summary,
+    pub intervals: &'a [IntervalStats],
+}
+
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)?;
+    std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
+}
+
+pub const CSV_HEADER: &str = "t_s,ios,iops,read_iops,write_iops,mb_per_s,lat_avg_us,lat_max_us,lat_stddev_us,lat_p50_us,lat_p99_us,lat_p999_us,lat_p9999_us,write_amplification,gc_pages_moved";
+
+pub fn write_csv(path: &Path, intervals: &[IntervalStats]) -> Result<()> {
+    let mut out = String::with_capacity(64 + intervals.len() * 160);
+    out.push_str(CSV_HEADER);
+    out.push('\n');
+    for i in intervals {
+        out.push_str(&format!(
+            "{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.4},{}\n",
+            i.t_s,
+            i.ios,
+            i.iops,
+            i.read_iops,
+            i.write_iops,
+            i.mb_per_s,
+            i.lat_avg_us,
+            i.lat_max_us,
+            i.lat_stddev_us,
+            i.lat_p50_us,
+            i.lat_p99_us,
+            i.lat_p999_us,
+            i.lat_p9999_us,
+            i.write_amplification,
+            i.gc_pages_moved
+        ));
+    }
+    std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))
+}
+
+pub fn human_bytes(b: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < units.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{v:.1} {}", units[u])
+}
+
+pub fn print_summary(r: &Report, wall_s: f64) {
+    let s = &r.summary.totals;
+    let d = &r.device;
+    let mut o = std::io::stdout().lock();
+    let members = d
+        .members
+        .iter()
+        .map(|m| m.to_string())
+        .collect::<Vec<_>>()
+        .join("+");
+    let _ = writeln!(
+        o,
+        "device    {} format {} sector {} B member(s) {} scale {}  capacity {:.1} GB  spare {:.1}%  host RAM {}",
+        d.preset, d.format, d.sector_bytes, members, d.scale, d.capacity_bytes as f64 / 1e9,
+        d.spare_factor * 100.0, human_bytes(d.host_ram_bytes)
+    );
+    let _ = writeln!(
+        o,
+        "workload  {} {:.0}% read, mean block {:.0} B, {} threads x QD {}, seed {}",
+        r.workload.rw_name(),
+        r.workload.read_fraction * 100.0,
+        r.workload.block_sizes.mean(),
+        r.options.threads,
+        r.options.queue_depth,
+        r.options.seed
+    );
+    if r.summary.precondition_s > 0.0 {
+        let _ = writeln!(
+            o,
+            "precond   sequential fill took {:.1} s of virtual time",
+            r.summary.precondition_s
+        );
+    }
+    let _ = writeln!(o, "{:<22}{:>14}", "statistic", "value");
+    let rows: [(&str, String); 13] = [
+        ("virtual time", format!("{:.1} s", r.summary.virtual_s)),
+        ("I/Os", format!("{}", s.ios)),
+        ("IOPS", format!("{:.0}", s.iops)),
+        (
+            "  read / write IOPS",
+            format!("{:.0} / {:.0}", s.read_iops, s.write_iops),
+        ),
+        ("bandwidth", format!("{:.1} MB/s", s.mb_per_s)),
+        ("latency avg", format!("{:.1} us", s.lat_avg_us)),
+        ("latency stddev", format!("{:.1} us", s.lat_stddev_us)),
+        ("latency max", format!("{:.1} us", s.lat_max_us)),
+        (
+            "latency p50 / p99",
+            format!("{:.1} / {:.1} us", s.lat_p50_us, s.lat_p99_us),
+        ),
+        (
+            "latency p99.9/p99.99",
+            format!("{:.1} / {:.1} us", s.lat_p999_us, s.lat_p9999_us),
+        ),
+        (
+            "write amplification",
+            format!("{:.3}", s.write_amplification),
+        ),
+        ("GC sectors moved", format!("{}", s.gc_pages_moved)),
+        (
+            "wall time",
+            format!(
+                "{:.2} s ({:.2} M simulated I/Os per s)",
+                wall_s,
+                s.ios as f64 / wall_s.max(1e-9) / 1e6
+            ),
+        ),
+    ];
+    for (k, v) in rows {
+        let _ = writeln!(o, "{k:<22}{v:>14}");
+    }
+}
+
+/// Progress in virtual time, on stderr, only when it is a terminal.
+pub struct Progress {
+    bar: ProgressBar,
+}
+
+impl Progress {
+    pub fn new(quiet: bool, duration_ns: u64) -> Progress {
+        let bar = if quiet {
+            ProgressBar::hidden()
+        } else {
+            let b = ProgressBar::with_draw_target(
+                Some(duration_ns / 1_000_000),
+                ProgressDrawTarget::stderr(),
+            );
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} virtual {msg} [{bar:30}] {percent}% eta {eta}",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            b
+        };
+        Progress { bar }
+    }
+
+    pub fn message(&self, m: &str) {
+        self.bar.set_message(m.to_string());
+        self.bar.tick();
+    }
+
+    pub fn interval(&self, iv: &IntervalStats) {
+        self.bar.set_position((iv.t_s * 1000.0) as u64);
+        self.bar.set_message(format!(
+            "{:.0}s {:.0} IOPS {:.0} us avg WA {:.2}",
+            iv.t_s, iv.iops, iv.lat_avg_us, iv.write_amplification
+        ));
+    }
+
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}

@@ -1,0 +1,14 @@
+//! The methodology runner.
+//!
+//! - [`run`]: drives a [`device::VirtualDevice`] with a closed loop of
+//!   threads × queue depth in virtual time and returns a [`RunResult`]:
+//!   a [`Summary`] and one [`IntervalStats`] per reporting interval.
+//! - [`precondition_fill`]: the reviews' sequential fill before a test.
+//! - [`LatencyStats`]: exact mean / max / standard deviation plus
+//!   HDR-histogram percentiles.
+
+mod runner;
+mod stats;
+
+pub use runner::{precondition_fill, run, RunError, RunOptions, RunResult, Summary};
+pub use stats::{IntervalStats, LatencyStats};
