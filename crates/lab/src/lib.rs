@@ -4,11 +4,15 @@
 //!   threads × queue depth in virtual time and returns a [`RunResult`]:
 //!   a [`Summary`] and one [`IntervalStats`] per reporting interval.
 //! - [`precondition_fill`]: the reviews' sequential fill before a test.
+//! - [`validate`]: the SYSTEM.md §4 table, model vs measured.
+//! - [`steady`]: SNIA PTS steady-state detection over rounds.
 //! - [`LatencyStats`]: exact mean / max / standard deviation plus
 //!   HDR-histogram percentiles.
 
 mod runner;
 mod stats;
+pub mod steady;
+pub mod validate;
 
 pub use runner::{precondition_fill, run, RunError, RunOptions, RunResult, Summary};
 pub use stats::{IntervalStats, LatencyStats};

@@ -1,0 +1,365 @@
+//! The SYSTEM.md §4 validation table: the `iodrive-duo-640-mlc` stock
+//! preset through the reviews' tests, model vs measured.
+
+use crate::runner::{precondition_fill, run, RunError, RunOptions, RunResult};
+use crate::steady::converged_round;
+use device::{Card, CardConfig, Preset, VirtualDevice};
+use serde::Serialize;
+use sim::Nanos;
+use workload::{Profile, WorkloadSpec};
+
+/// One row of the table. `measured_lo..=measured_hi` is the reviewer's
+/// figure (equal ends for a single number; `hi` = ∞ for a lower bound).
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub test: String,
+    pub unit: &'static str,
+    pub measured_lo: f64,
+    pub measured_hi: f64,
+    pub model: f64,
+    /// model / measured (the nearest end of a range; 1 inside it).
+    pub ratio: f64,
+    pub within_25pct: bool,
+}
+
+impl Row {
+    fn new(test: &str, unit: &'static str, lo: f64, hi: f64, model: f64) -> Row {
+        let ratio = if model < lo {
+            model / lo
+        } else if model > hi {
+            model / hi
+        } else {
+            1.0
+        };
+        Row {
+            test: test.into(),
+            unit,
+            measured_lo: lo,
+            measured_hi: hi,
+            model,
+            ratio,
+            within_25pct: (0.75..=1.25).contains(&ratio),
+        }
+    }
+}
+
+/// How big and how long.
+#[derive(Clone, Debug, Serialize)]
+pub struct ValidateOptions {
+    pub scale: f64,
+    /// Virtual time of each measurement window.
+    pub window_ns: u64,
+    /// Length of one preconditioning round.
+    pub round_ns: u64,
+    /// Longest preconditioning allowed (the reviews ran up to 6 h).
+    pub max_precondition_ns: u64,
+    pub seed: u64,
+}
+
+/// Steady-state preconditioning outcome.
+#[derive(Clone, Debug, Serialize)]
+pub struct Preconditioned {
+    pub rounds_iops: Vec<f64>,
+    pub rounds_lat_avg_us: Vec<f64>,
+    pub converged_round: Option<usize>,
+    #[serde(skip)]
+    pub end: Nanos,
+}
+
+fn opts(threads: u32, qd: u32, window_ns: u64, seed: u64) -> RunOptions {
+    RunOptions {
+        threads,
+        queue_depth: qd,
+        duration_ns: window_ns,
+        interval_ns: window_ns,
+        seed,
+    }
+}
+
+fn spec(name: &str) -> WorkloadSpec {
+    Profile::by_name(name).expect("built-in profile").spec()
+}
+
+/// A freshly formatted and sequentially filled card.
+pub fn fresh_card(scale: f64) -> Result<(Card, Nanos), RunError> {
+    let mut c = CardConfig::new(Preset::by_name("iodrive-duo-640-mlc").expect("preset"));
+    c.scale = scale;
+    let mut card = Card::new(c).map_err(|source| RunError::Device {
+        at: Nanos::ZERO,
+        source,
+    })?;
+    let t = precondition_fill(&mut card, Nanos::ZERO)?;
+    Ok((card, t))
+}
+
+/// Runs `spec` at 16T/16Q in rounds until SNIA steady state (after at least
+/// one device-capacity of the workload's own writes) or the time limit.
+pub fn precondition_steady(
+    card: &mut Card,
+    spec: &WorkloadSpec,
+    start: Nanos,
+    o: &ValidateOptions,
+) -> Result<Preconditioned, RunError> {
+    let cap = card.capacity_bytes();
+    let before = card.stats().host_bytes_written;
+    let mut t = start;
+    let mut rounds_iops = Vec::new();
+    let mut rounds_lat = Vec::new();
+    let mut converged = None;
+    while t - start < Nanos(o.max_precondition_ns) {
+        let seed = o.seed.wrapping_add(rounds_iops.len() as u64);
+        let r = run(card, spec, &opts(16, 16, o.round_ns, seed), t, &mut |_| {})?;
+        t += Nanos(o.round_ns);
+        rounds_iops.push(r.summary.totals.iops);
+        rounds_lat.push(r.summary.totals.lat_avg_us);
+        let written = card.stats().host_bytes_written - before;
+        if written >= cap {
+            if let Some(n) = converged_round(&rounds_iops) {
+                converged = Some(n);
+                break;
+            }
+        }
+    }
+    Ok(Preconditioned {
+        rounds_iops,
+        rounds_lat_avg_us: rounds_lat,
+        converged_round: converged,
+        end: t,
+    })
+}
+
+fn measure(
+    card: &mut Card,
+    name: &str,
+    t: Nanos,
+    threads: u32,
+    qd: u32,
+    o: &ValidateOptions,
+) -> Result<(RunResult, Nanos), RunError> {
+    let r = run(
+        card,
+        &spec(name),
+        &opts(threads, qd, o.window_ns, o.seed),
+        t,
+        &mut |_| {},
+    )?;
+    Ok((r, t + Nanos(o.window_ns)))
+}
+
+/// A fresh card, filled, then one short measurement.
+fn fresh(name: &str, threads: u32, qd: u32, o: &ValidateOptions) -> Result<RunResult, RunError> {
+    let (mut card, t) = fresh_card(o.scale)?;
+    let mut short = o.clone();
+    short.window_ns = o.window_ns.min(2_000_000_000);
+    Ok(measure(&mut card, name, t, threads, qd, &short)?.0)
+}
+
+/// Runs the whole table. `progress` is told each test's name as it starts.
+pub fn validate(
+    o: &ValidateOptions,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(Vec<Row>, Vec<Preconditioned>), RunError> {
+    let mut rows = Vec::new();
+    let mbs = |r: &RunResult| r.summary.totals.mb_per_s;
+    let iops = |r: &RunResult| r.summary.totals.iops;
+
+    progress("sequential and random 2 MB");
+    rows.push(Row::new(
+        "sequential 2 MB read",
+        "MB/s",
+        1584.0,
+        1584.0,
+        mbs(&fresh("seq-2m-read", 4, 8, o)?),
+    ));
+    rows.push(Row::new(
+        "sequential 2 MB write",
+        "MB/s",
+        1045.0,
+        1045.0,
+        mbs(&fresh("seq-2m-write", 4, 8, o)?),
+    ));
+    rows.push(Row::new(
+        "2 MB random read",
+        "MB/s",
+        1589.0,
+        1589.0,
+        mbs(&fresh("2m-randread", 4, 8, o)?),
+    ));
+    rows.push(Row::new(
+        "2 MB random write",
+        "MB/s",
+        1046.0,
+        1046.0,
+        mbs(&fresh("2m-randwrite", 4, 8, o)?),
+    ));
+
+    progress("4K random, 4 workers x QD 1");
+    rows.push(Row::new(
+        "4K random read 4x1",
+        "IOPS",
+        48403.0,
+        48403.0,
+        iops(&fresh("4k-randread", 4, 1, o)?),
+    ));
+    rows.push(Row::new(
+        "4K random write 4x1",
+        "IOPS",
+        93740.0,
+        93740.0,
+        iops(&fresh("4k-randwrite", 4, 1, o)?),
+    ));
+
+    progress("ramped 4K random read and write");
+    let read_ramp: Vec<f64> = [8, 16, 32, 64]
+        .iter()
+        .map(|&qd| fresh("4k-randread", 4, qd, o).map(|r| iops(&r)))
+        .collect::<Result<_, _>>()?;
+    rows.push(Row::new(
+        "4K random read ramp, QD 64 per worker",
+        "IOPS",
+        140000.0,
+        140000.0,
+        read_ramp[3],
+    ));
+    let min_read = read_ramp.iter().copied().fold(f64::MAX, f64::min);
+    rows.push(Row::new(
+        "4K random read ramp, lowest of QD 8-64",
+        "IOPS",
+        120000.0,
+        f64::INFINITY,
+        min_read,
+    ));
+    let w4 = iops(&fresh("4k-randwrite", 4, 4, o)?);
+    rows.push(Row::new(
+        "4K random write ramp (fresh), QD 4",
+        "IOPS",
+        224000.0,
+        224000.0,
+        w4,
+    ));
+    let write_ramp: Vec<f64> = [8, 16, 32, 64]
+        .iter()
+        .map(|&qd| fresh("4k-randwrite", 4, qd, o).map(|r| iops(&r)))
+        .collect::<Result<_, _>>()?;
+    let wmin = write_ramp.iter().copied().fold(f64::MAX, f64::min);
+    let wmax = write_ramp.iter().copied().fold(f64::MIN, f64::max);
+    rows.push(Row::new(
+        "4K random write ramp (fresh), lowest of QD 8-64",
+        "IOPS",
+        201000.0,
+        210000.0,
+        wmin,
+    ));
+    rows.push(Row::new(
+        "4K random write ramp (fresh), highest of QD 8-64",
+        "IOPS",
+        201000.0,
+        210000.0,
+        wmax,
+    ));
+    rows.push(Row::new(
+        "4K random write burst 16T/16Q (fresh)",
+        "IOPS",
+        257000.0,
+        257000.0,
+        iops(&fresh("4k-randwrite", 16, 16, o)?),
+    ));
+
+    progress("4K random write: preconditioning to steady state");
+    let (mut card, t) = fresh_card(o.scale)?;
+    let pre = precondition_steady(&mut card, &spec("4k-randwrite"), t, o)?;
+    let (w, t) = measure(&mut card, "4k-randwrite", pre.end, 16, 16, o)?;
+    let ws = &w.summary.totals;
+    rows.push(Row::new(
+        "4K steady-state write 16T/16Q",
+        "IOPS",
+        42644.0,
+        42644.0,
+        ws.iops,
+    ));
+    rows.push(Row::new(
+        "4K steady-state write average latency",
+        "ms",
+        6.0,
+        6.0,
+        ws.lat_avg_us / 1e3,
+    ));
+    rows.push(Row::new(
+        "4K steady-state write latency stddev",
+        "ms",
+        25.6,
+        31.6,
+        ws.lat_stddev_us / 1e3,
+    ));
+    rows.push(Row::new(
+        "4K steady-state write peak latency",
+        "ms",
+        157.0,
+        157.0,
+        ws.lat_max_us / 1e3,
+    ));
+    progress("4K random read after write preconditioning");
+    let (r, t) = measure(&mut card, "4k-randread", t, 16, 16, o)?;
+    let rs = &r.summary.totals;
+    rows.push(Row::new(
+        "4K steady-state read 16T/16Q",
+        "IOPS",
+        140230.0,
+        140230.0,
+        rs.iops,
+    ));
+    rows.push(Row::new(
+        "4K steady-state read average latency",
+        "ms",
+        1.8,
+        1.8,
+        rs.lat_avg_us / 1e3,
+    ));
+    rows.push(Row::new(
+        "4K steady-state read peak latency",
+        "ms",
+        1208.0,
+        1208.0,
+        rs.lat_max_us / 1e3,
+    ));
+
+    progress("8K 70/30: preconditioning to steady state");
+    let pre8 = precondition_steady(&mut card, &spec("8k-7030"), t, o)?;
+    let (m, t) = measure(&mut card, "8k-7030", pre8.end, 16, 16, o)?;
+    rows.push(Row::new(
+        "8K 70/30 steady state 16T/16Q",
+        "IOPS",
+        51000.0,
+        53000.0,
+        iops(&m),
+    ));
+
+    progress("File Server: preconditioning to steady state");
+    let pref = precondition_steady(&mut card, &spec("fileserver"), t, o)?;
+    let (f, t) = measure(&mut card, "fileserver", pref.end, 16, 16, o)?;
+    rows.push(Row::new(
+        "File Server steady-state average latency",
+        "ms",
+        7.0,
+        7.5,
+        f.summary.totals.lat_avg_us / 1e3,
+    ));
+
+    progress("Web Server preconditioning (100% write)");
+    let web = Profile::by_name("webserver")
+        .expect("profile")
+        .precondition_spec();
+    let prew = precondition_steady(&mut card, &web, t, o)?;
+    let tail = prew.rounds_lat_avg_us.len().saturating_sub(5);
+    let lat: f64 = prew.rounds_lat_avg_us[tail..].iter().sum::<f64>()
+        / (prew.rounds_lat_avg_us.len() - tail).max(1) as f64;
+    rows.push(Row::new(
+        "Web Server preconditioning average latency",
+        "ms",
+        20.0,
+        f64::INFINITY,
+        lat / 1e3,
+    ));
+
+    Ok((rows, vec![pre, pre8, pref, prew]))
+}
