@@ -112,6 +112,10 @@ pub struct RunArgs {
     /// Fill the device sequentially first, as the reviews do.
     #[arg(long)]
     pub precondition: bool,
+    /// Run the workload for this much virtual time before measuring
+    /// (after --precondition); not reported.
+    #[arg(long)]
+    pub warmup: Option<String>,
     /// Write the summary and intervals as JSON.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,

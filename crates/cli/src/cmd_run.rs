@@ -106,7 +106,6 @@ pub fn run(a: RunArgs) -> Result<()> {
     opts.validate()?;
     let mut card = Card::new(card_cfg.clone())?;
     let resolved = spec.resolve(card.capacity_bytes(), card.sector_bytes())?;
-    let wall = std::time::Instant::now();
 
     let progress = output::Progress::new(a.quiet, duration_ns);
     let mut start = Nanos::ZERO;
@@ -114,12 +113,20 @@ pub fn run(a: RunArgs) -> Result<()> {
         progress.message("preconditioning: sequential fill of the whole device");
         start = precondition_fill(&mut card, start)?;
     }
+    if let Some(w) = &a.warmup {
+        let warm_ns = parse_duration_ns(w).map_err(|e| anyhow!("--warmup: {e}"))?;
+        progress.message("warming up");
+        let warm = RunOptions { duration_ns: warm_ns, interval_ns: warm_ns, ..opts.clone() };
+        lab::run(&mut card, &resolved, &warm, start, &mut |_| {})?;
+        start += Nanos(warm_ns);
+    }
+    let measured = std::time::Instant::now();
     let mut result = lab::run(&mut card, &resolved, &opts, start, &mut |iv| {
         progress.interval(iv)
     })?;
     progress.finish();
     result.summary.precondition_s = start.as_secs_f64();
-    let wall_s = wall.elapsed().as_secs_f64();
+    let wall_s = measured.elapsed().as_secs_f64();
 
     let report = output::Report {
         tool: "openvsl",
