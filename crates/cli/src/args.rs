@@ -3,6 +3,7 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(
     name = "vsl",
+    args_override_self = true,
     version,
     about = "openvsl: a modelled Fusion-io style PCIe flash card and its benchmark lab",
     long_about = "openvsl models a Fusion-io style ioMemory card (NAND + the host-resident VSL flash \
@@ -36,10 +37,10 @@ pub struct CardArgs {
     #[arg(long, default_value = "stock", conflicts_with_all = ["capacity", "overprovision"])]
     pub format: String,
     /// Formatted capacity of each ioMemory device, e.g. 200G (instead of --format).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub capacity: Option<String>,
     /// Over-provisioning as a percentage of the usable NAND, e.g. 36% (instead of --format).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub overprovision: Option<String>,
     /// Logical sector size: 512 or 4096.
     #[arg(long, default_value = "4096")]
@@ -52,7 +53,7 @@ pub struct CardArgs {
     pub chunk: String,
     /// Keep this fraction of each device's erase blocks (capacity shrinks;
     /// parallelism and timing stay), for quick runs.
-    #[arg(long, default_value = "1")]
+    #[arg(long, default_value = "1", allow_hyphen_values = true)]
     pub scale: String,
     /// Garbage-collection victim selection: greedy or cost-benefit.
     #[arg(long, default_value = "greedy")]
@@ -69,7 +70,7 @@ pub struct WorkloadArgs {
     #[arg(long)]
     pub rw: Option<String>,
     /// Percentage of reads in a mixed workload.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub rwmixread: Option<String>,
     /// Block size, e.g. 4k.
     #[arg(long, conflicts_with = "bssplit")]
@@ -81,10 +82,10 @@ pub struct WorkloadArgs {
     #[arg(long)]
     pub random_distribution: Option<String>,
     /// Length of the target region (default: the whole device).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub size: Option<String>,
     /// Start of the target region.
-    #[arg(long, default_value = "0")]
+    #[arg(long, default_value = "0", allow_hyphen_values = true)]
     pub offset: String,
 }
 
@@ -101,10 +102,10 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 16)]
     pub qd: u32,
     /// Virtual time to run, e.g. 90s, 6h.
-    #[arg(long, default_value = "60s")]
+    #[arg(long, default_value = "60s", allow_hyphen_values = true)]
     pub duration: String,
     /// Reporting interval in virtual time.
-    #[arg(long, default_value = "1s")]
+    #[arg(long, default_value = "1s", allow_hyphen_values = true)]
     pub interval: String,
     /// Seed of every random choice; same seed and options give identical output.
     #[arg(long, default_value_t = 1)]
@@ -114,7 +115,7 @@ pub struct RunArgs {
     pub precondition: bool,
     /// Run the workload for this much virtual time before measuring
     /// (after --precondition); not reported.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub warmup: Option<String>,
     /// Write the summary and intervals as JSON.
     #[arg(long)]
@@ -137,7 +138,7 @@ pub struct DevicesArgs {
 #[derive(Args, Debug)]
 pub struct ValidateArgs {
     /// Fraction of erase blocks to keep (1 = full 640 GB card).
-    #[arg(long, default_value = "0.05")]
+    #[arg(long, default_value = "0.05", allow_hyphen_values = true)]
     pub scale: String,
     /// Virtual time of each steady-state measurement window.
     #[arg(long, default_value = "120s")]

@@ -116,7 +116,11 @@ pub fn run(a: RunArgs) -> Result<()> {
     if let Some(w) = &a.warmup {
         let warm_ns = parse_duration_ns(w).map_err(|e| anyhow!("--warmup: {e}"))?;
         progress.message("warming up");
-        let warm = RunOptions { duration_ns: warm_ns, interval_ns: warm_ns, ..opts.clone() };
+        let warm = RunOptions {
+            duration_ns: warm_ns,
+            interval_ns: warm_ns,
+            ..opts.clone()
+        };
         lab::run(&mut card, &resolved, &warm, start, &mut |_| {})?;
         start += Nanos(warm_ns);
     }

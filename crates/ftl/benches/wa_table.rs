@@ -53,12 +53,24 @@ fn measure(spare: f64, lebs: u32, policy: GcPolicy, seed: u64) -> f64 {
 
 fn main() {
     let lebs = 4096;
-    println!("greedy GC, uniform random 4 KiB writes, 256 sectors per erase unit, {lebs} erase units");
-    println!("{:>7} {:>10} {:>10} {:>8} {:>13}", "spare", "analytic", "measured", "ratio", "cost-benefit");
+    println!(
+        "greedy GC, uniform random 4 KiB writes, 256 sectors per erase unit, {lebs} erase units"
+    );
+    println!(
+        "{:>7} {:>10} {:>10} {:>8} {:>13}",
+        "spare", "analytic", "measured", "ratio", "cost-benefit"
+    );
     for spare in [0.07, 0.20, 0.28, 0.36, 0.50] {
         let want = greedy_wa_limit(spare);
         let got = measure(spare, lebs, GcPolicy::Greedy, 1);
         let cb = measure(spare, lebs, GcPolicy::CostBenefit, 1);
-        println!("{:>6.0}% {:>10.3} {:>10.3} {:>8.3} {:>13.3}", spare * 100.0, want, got, got / want, cb);
+        println!(
+            "{:>6.0}% {:>10.3} {:>10.3} {:>8.3} {:>13.3}",
+            spare * 100.0,
+            want,
+            got,
+            got / want,
+            cb
+        );
     }
 }

@@ -191,6 +191,8 @@ pub struct Vsl {
     last_admit: Nanos,
     /// Scratch: read completion per write unit of the GC victim.
     gc_read_done: Vec<Nanos>,
+    /// Scratch: valid slots of the GC victim.
+    gc_valid: Vec<u32>,
     stats: FtlStats,
 }
 
@@ -234,6 +236,7 @@ impl Vsl {
             buffer_cap,
             last_admit: Nanos::ZERO,
             gc_read_done: Vec::with_capacity(g.units_per_leb() as usize),
+            gc_valid: Vec::with_capacity(spl as usize),
             spu,
             spl,
             cfg,
@@ -533,30 +536,31 @@ impl Vsl {
         let sector = self.cfg.sector_bytes as u64;
         let units = self.cfg.geometry.units_per_leb();
         let mut ready = std::mem::take(&mut self.gc_read_done);
+        let mut valid = std::mem::take(&mut self.gc_valid);
         ready.clear();
+        valid.clear();
+        // Pass 1: find the valid slots of each unit and issue its read.
         for unit in 0..units {
             let first = base + unit * self.spu;
-            let valid = (first..first + self.spu)
-                .filter(|&psa| self.is_valid(psa))
-                .count() as u64;
-            let done = if valid == 0 {
+            let before = valid.len();
+            valid.extend((first..first + self.spu).filter(|&psa| self.is_valid(psa)));
+            let n = (valid.len() - before) as u64;
+            let done = if n == 0 {
                 t
             } else {
                 let bank = unit % self.cfg.geometry.banks;
-                self.nand.read_unit(t, bank, valid * sector)
+                self.nand.read_unit(t, bank, n * sector)
             };
             ready.push(done);
         }
-        for unit in 0..units {
-            let first = base + unit * self.spu;
-            for psa in first..first + self.spu {
-                if self.is_valid(psa) {
-                    let lba = self.p2l[psa as usize];
-                    self.place(ready[unit as usize], lba, None);
-                    self.stats.gc_sectors_moved += 1;
-                }
-            }
+        // Pass 2: append them at the frontier once their unit's read is done.
+        for &psa in &valid {
+            let unit = (psa - base) / self.spu;
+            let lba = self.p2l[psa as usize];
+            self.place(ready[unit as usize], lba, None);
         }
+        self.stats.gc_sectors_moved += valid.len() as u64;
+        self.gc_valid = valid;
         self.gc_read_done = ready;
         assert_eq!(
             self.leb_valid[victim as usize], 0,

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what openvsl needs on a fresh Debian machine (run as root, or with
+# sudo available): a Rust toolchain if missing, and the system tools the
+# tests and benchmarks use (fio, GNU time). Idempotent.
+set -euo pipefail
+
+need_apt=()
+command -v fio >/dev/null 2>&1 || need_apt+=(fio)
+[ -x /usr/bin/time ] || need_apt+=(time)
+command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
+command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: installing ${need_apt[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  if [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+  else
+    echo "setup: installing Rust (rustup)" >&2
+    curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal >/dev/null
+    export PATH="$HOME/.cargo/bin:$PATH"
+  fi
+fi
+echo "setup: ok ($(cargo --version), $(fio --version))" >&2
