@@ -18,7 +18,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run a workload on a modelled card in virtual time.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List the device presets with their geometry and data-sheet figures.
     Devices(DevicesArgs),
     /// List the named workload profiles.

@@ -12,7 +12,7 @@ use clap::Parser;
 fn main() {
     let cli = args::Cli::parse();
     let result = match cli.command {
-        args::Command::Run(a) => cmd_run::run(a),
+        args::Command::Run(a) => cmd_run::run(*a),
         args::Command::Devices(a) => cmd_devices::devices(a),
         args::Command::Profiles => cmd_devices::profiles(),
         args::Command::Validate(a) => cmd_validate::validate(a),

@@ -126,7 +126,7 @@ pub fn print_summary(r: &Report, wall_s: f64) {
     if r.summary.precondition_s > 0.0 {
         let _ = writeln!(
             o,
-            "precond   sequential fill took {:.1} s of virtual time",
+            "precond   fill and warm-up took {:.1} s of virtual time",
             r.summary.precondition_s
         );
     }
@@ -157,7 +157,7 @@ pub fn print_summary(r: &Report, wall_s: f64) {
         ),
         ("GC sectors moved", format!("{}", s.gc_pages_moved)),
         (
-            "wall time",
+            "wall time (measured)",
             format!(
                 "{:.2} s ({:.2} M simulated I/Os per s)",
                 wall_s,

@@ -296,7 +296,7 @@ impl Card {
             }
         };
         let sector = config.sector_bytes as u64;
-        if config.chunk_bytes == 0 || config.chunk_bytes % sector != 0 {
+        if config.chunk_bytes == 0 || !config.chunk_bytes.is_multiple_of(sector) {
             return Err(DeviceError::Config(format!(
                 "RAID chunk {} is not a positive multiple of the {sector}-byte sector",
                 config.chunk_bytes
@@ -357,7 +357,7 @@ impl VirtualDevice for Card {
         len: u64,
     ) -> Result<Nanos, DeviceError> {
         let sector = self.sector_bytes as u64;
-        if offset % sector != 0 || len % sector != 0 || len == 0 {
+        if !offset.is_multiple_of(sector) || !len.is_multiple_of(sector) || len == 0 {
             return Err(DeviceError::Misaligned {
                 offset,
                 len,

@@ -370,7 +370,7 @@ impl Vsl {
     }
 
     fn open_unit_id(&self) -> Option<u32> {
-        if self.frontier_next % self.spu == 0 {
+        if self.frontier_next.is_multiple_of(self.spu) {
             return None;
         }
         Some((self.frontier_leb * self.spl + self.frontier_next) / self.spu)
@@ -431,7 +431,7 @@ impl Vsl {
         self.frontier_next += 1;
         self.open_unit_ready = self.open_unit_ready.max(t);
         self.open_unit_host_slots += host as u32;
-        if self.frontier_next % self.spu == 0 {
+        if self.frontier_next.is_multiple_of(self.spu) {
             self.program_open_unit();
         }
     }

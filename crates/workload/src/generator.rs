@@ -202,7 +202,7 @@ impl Zipf {
 fn scatter(r: u64, n: u64) -> u64 {
     const P1: u64 = 2_654_435_761;
     const P2: u64 = 2_147_483_647;
-    let p = if n % P1 != 0 { P1 } else { P2 };
+    let p = if !n.is_multiple_of(P1) { P1 } else { P2 };
     ((r as u128 * p as u128) % n as u128) as u64
 }
 

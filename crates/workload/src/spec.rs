@@ -136,7 +136,7 @@ impl Distribution {
             let t: f64 = theta
                 .parse()
                 .map_err(|_| SpecError::Invalid(format!("invalid zipf exponent '{theta}'")))?;
-            if !(t > 0.0) || t == 1.0 || !t.is_finite() {
+            if t.is_nan() || t <= 0.0 || t == 1.0 || !t.is_finite() {
                 return invalid(format!(
                     "zipf exponent {theta} must be positive and not 1.0"
                 ));
@@ -247,7 +247,7 @@ impl WorkloadSpec {
                 ));
             }
         }
-        if s.offset % sector != 0 {
+        if !s.offset.is_multiple_of(sector) {
             return invalid(format!(
                 "offset {} is not a multiple of the {sector}-byte sector",
                 s.offset

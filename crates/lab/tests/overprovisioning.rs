@@ -1,0 +1,72 @@
+//! Over-provisioning must behave as the physics says: more spare area, lower
+//! write amplification and higher steady-state random-write IOPS, and no
+//! change to reads.
+
+use device::{Card, CardConfig, Format, Preset, VirtualDevice};
+use lab::{precondition_fill, run, RunOptions};
+use sim::Nanos;
+use workload::Profile;
+
+struct Outcome {
+    wa: f64,
+    write_iops: f64,
+    read_iops: f64,
+}
+
+fn steady(format: Format) -> Outcome {
+    let mut c = CardConfig::new(Preset::by_name("iodrive-duo-640-mlc").unwrap());
+    c.scale = 0.01;
+    c.format = format;
+    let mut card = Card::new(c).unwrap();
+    let t = precondition_fill(&mut card, Nanos::ZERO).unwrap();
+    let w = Profile::by_name("4k-randwrite").unwrap().spec();
+    let o = |secs: u64| RunOptions {
+        threads: 16,
+        queue_depth: 16,
+        duration_ns: secs * 1_000_000_000,
+        interval_ns: secs * 1_000_000_000,
+        seed: 3,
+    };
+    // write about three device capacities, then measure
+    let cap = card.capacity_bytes() as f64;
+    let warm_s = (3.0 * cap / 4096.0 / 60_000.0).ceil() as u64;
+    run(&mut card, &w, &o(warm_s), t, &mut |_| {}).unwrap();
+    let t = t + Nanos::from_secs(warm_s);
+    let m = run(&mut card, &w, &o(30), t, &mut |_| {}).unwrap();
+    let t = t + Nanos::from_secs(30);
+    let r = Profile::by_name("4k-randread").unwrap().spec();
+    let rr = run(&mut card, &r, &o(5), t + Nanos::from_secs(1), &mut |_| {}).unwrap();
+    Outcome {
+        wa: m.summary.totals.write_amplification,
+        write_iops: m.summary.totals.iops,
+        read_iops: rr.summary.totals.iops,
+    }
+}
+
+#[test]
+fn more_spare_means_less_wa_and_faster_writes_same_reads() {
+    let stock = steady(Format::Stock);
+    let hp = steady(Format::Hp);
+    let max = steady(Format::MaxWrite);
+    assert!(
+        stock.wa > hp.wa && hp.wa > max.wa,
+        "WA {} {} {}",
+        stock.wa,
+        hp.wa,
+        max.wa
+    );
+    assert!(
+        stock.write_iops < hp.write_iops && hp.write_iops < max.write_iops,
+        "write IOPS {} {} {}",
+        stock.write_iops,
+        hp.write_iops,
+        max.write_iops
+    );
+    for o in [&hp, &max] {
+        let ratio = o.read_iops / stock.read_iops;
+        assert!(
+            (0.9..1.1).contains(&ratio),
+            "reads changed with format: {ratio}"
+        );
+    }
+}
