@@ -63,11 +63,17 @@ pub struct DeviceStats {
 
 impl DeviceStats {
     pub fn write_amplification(&self) -> f64 {
-        if self.host_sectors_written == 0 {
+        self.write_amplification_since(&DeviceStats::default())
+    }
+
+    /// Write amplification of the writes made since `before`; 0 if none.
+    pub fn write_amplification_since(&self, before: &DeviceStats) -> f64 {
+        let host = self.host_sectors_written - before.host_sectors_written;
+        let moved = self.gc_sectors_moved - before.gc_sectors_moved;
+        if host == 0 {
             return 0.0;
         }
-        (self.host_sectors_written + self.gc_sectors_moved) as f64
-            / self.host_sectors_written as f64
+        (host + moved) as f64 / host as f64
     }
 }
 

@@ -3,34 +3,10 @@
 //! writes, 256 sectors per erase unit. Run: `cargo bench -p ftl --bench wa_table`.
 
 use ftl::{greedy_wa_limit, FtlConfig, GcPolicy, Vsl};
-use nand::{CellTiming, Geometry};
 use sim::{Nanos, Prng};
 
 fn measure(spare: f64, lebs: u32, policy: GcPolicy, seed: u64) -> f64 {
-    let geometry = Geometry {
-        channels: 1,
-        parity_channels: 0,
-        banks: 1,
-        planes: 1,
-        blocks_per_plane: lebs,
-        pages_per_block: 256,
-        page_bytes: 4096,
-    };
-    let mut cfg = FtlConfig {
-        geometry,
-        timing: CellTiming::MLC_2009,
-        sector_bytes: 4096,
-        user_sectors: 1,
-        reserved_lebs: 0,
-        gc_policy: policy,
-        gc_reserve_lebs: 2,
-        gc_background_lebs: 0,
-        buffer_bytes: 4 * 4096,
-        wear_level_spread: u32::MAX,
-        track_sequence: false,
-    };
-    let phys = cfg.usable_lebs() as f64 * cfg.slots_per_leb() as f64;
-    cfg.user_sectors = (phys * (1.0 - spare)) as u64;
+    let cfg = FtlConfig::wa_study(lebs, spare, 4096, policy);
     let user = cfg.user_sectors;
     let mut vsl = Vsl::new(cfg).expect("valid config");
     let mut prng = Prng::from_seed(seed);

@@ -69,6 +69,37 @@ pub struct FtlConfig {
 }
 
 impl FtlConfig {
+    /// The analytic model's setting: one die, erase units of 256 sectors of
+    /// 4 KiB (`sector` may be 512), no reserve, `spare` of the physical
+    /// space left unformatted. Used by the WA test and benchmark.
+    pub fn wa_study(lebs: u32, spare: f64, sector: u32, policy: GcPolicy) -> FtlConfig {
+        let geometry = Geometry {
+            channels: 1,
+            parity_channels: 0,
+            banks: 1,
+            planes: 1,
+            blocks_per_plane: lebs,
+            pages_per_block: 256,
+            page_bytes: 4096,
+        };
+        let mut cfg = FtlConfig {
+            geometry,
+            timing: CellTiming::MLC_2009,
+            sector_bytes: sector,
+            user_sectors: 1,
+            reserved_lebs: 0,
+            gc_policy: policy,
+            gc_reserve_lebs: 2,
+            gc_background_lebs: 0,
+            buffer_bytes: 4 * 4096,
+            wear_level_spread: u32::MAX,
+            track_sequence: false,
+        };
+        let phys = cfg.usable_lebs() as f64 * cfg.slots_per_leb() as f64;
+        cfg.user_sectors = (phys * (1.0 - spare)) as u64;
+        cfg
+    }
+
     pub fn slots_per_unit(&self) -> u32 {
         (self.geometry.write_unit_bytes() / self.sector_bytes as u64) as u32
     }

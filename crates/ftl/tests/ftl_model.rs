@@ -2,37 +2,12 @@
 //! greedy limit, and a randomized reference-map check.
 
 use ftl::{greedy_wa_limit, FtlConfig, GcPolicy, Vsl};
-use nand::{CellTiming, Geometry};
 use sim::{Nanos, Prng};
 
 /// One bank, one plane, 256 pages of 4 KiB per erase unit: GC units of 256
 /// sectors, as in the analytic model.
 fn small_config(lebs: u32, spare: f64, sector: u32) -> FtlConfig {
-    let geometry = Geometry {
-        channels: 1,
-        parity_channels: 0,
-        banks: 1,
-        planes: 1,
-        blocks_per_plane: lebs,
-        pages_per_block: 256,
-        page_bytes: 4096,
-    };
-    let mut cfg = FtlConfig {
-        geometry,
-        timing: CellTiming::MLC_2009,
-        sector_bytes: sector,
-        user_sectors: 1,
-        reserved_lebs: 0,
-        gc_policy: GcPolicy::Greedy,
-        gc_reserve_lebs: 2,
-        gc_background_lebs: 0,
-        buffer_bytes: 4 * 4096,
-        wear_level_spread: u32::MAX,
-        track_sequence: false,
-    };
-    let phys = cfg.usable_lebs() as f64 * cfg.slots_per_leb() as f64;
-    cfg.user_sectors = (phys * (1.0 - spare)) as u64;
-    cfg
+    FtlConfig::wa_study(lebs, spare, sector, GcPolicy::Greedy)
 }
 
 /// Uniform random single-sector writes: WA over the last passes.

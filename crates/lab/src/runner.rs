@@ -181,13 +181,8 @@ pub fn run<D: VirtualDevice>(
                      dev: &D,
                      intervals: &mut Vec<IntervalStats>| {
         let s = dev.stats();
-        let host = s.host_sectors_written - last_stats.host_sectors_written;
         let moved = s.gc_sectors_moved - last_stats.gc_sectors_moved;
-        let wa = if host == 0 {
-            0.0
-        } else {
-            (host + moved) as f64 / host as f64
-        };
+        let wa = s.write_amplification_since(&last_stats);
         let st = IntervalStats::from_parts(
             (at - start).as_secs_f64(),
             secs,
@@ -241,13 +236,8 @@ pub fn run<D: VirtualDevice>(
         }
     }
     let s = dev.stats();
-    let host = s.host_sectors_written - base_stats.host_sectors_written;
     let moved = s.gc_sectors_moved - base_stats.gc_sectors_moved;
-    let wa = if host == 0 {
-        0.0
-    } else {
-        (host + moved) as f64 / host as f64
-    };
+    let wa = s.write_amplification_since(&base_stats);
     let secs = Nanos(opts.duration_ns).as_secs_f64();
     let totals = IntervalStats::from_parts(
         secs,
