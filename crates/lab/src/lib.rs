@@ -4,11 +4,14 @@
 //!   threads × queue depth in virtual time and returns a [`RunResult`]:
 //!   a [`Summary`] and one [`IntervalStats`] per reporting interval.
 //! - [`precondition_fill`]: the reviews' sequential fill before a test.
+//! - [`review`]: a whole review of one target: preconditioning to steady
+//!   state, the thread/queue matrix and every standard test.
 //! - [`validate`]: the SYSTEM.md §4 table, model vs measured.
 //! - [`steady`]: SNIA PTS steady-state detection over rounds.
 //! - [`LatencyStats`]: exact mean / max / standard deviation plus
 //!   HDR-histogram percentiles.
 
+pub mod review;
 mod runner;
 mod stats;
 pub mod steady;

@@ -20,6 +20,8 @@ pub struct Generator {
     region_len: u64,
     cursor: u64,
     dist: Dist,
+    trace: Option<(std::sync::Arc<crate::Trace>, usize)>,
+    sector: u64,
 }
 
 enum Dist {
@@ -67,7 +69,13 @@ impl Generator {
                 )
             }
         };
+        let trace = spec.trace.as_ref().map(|t| {
+            let start = t.ios.len() * index as usize / threads.max(1) as usize;
+            (t.clone(), start)
+        });
         Generator {
+            trace,
+            sector: align,
             read_fraction: spec.read_fraction,
             sequential: spec.pattern == Pattern::Sequential,
             sizes,
@@ -81,6 +89,19 @@ impl Generator {
 
     #[inline]
     pub fn next(&mut self, prng: &mut Prng) -> Io {
+        if let Some((trace, at)) = &mut self.trace {
+            let t = trace.ios[*at];
+            *at = (*at + 1) % trace.ios.len();
+            let s = self.sector;
+            let len = (t.len.div_ceil(s) * s).min(self.region_len / s * s).max(s);
+            let room = (self.region_len - len) / s + 1;
+            let offset = self.region_start + (t.offset / s % room) * s;
+            return Io {
+                is_read: t.is_read,
+                offset,
+                len,
+            };
+        }
         let is_read = if self.read_fraction >= 1.0 {
             true
         } else if self.read_fraction <= 0.0 {
@@ -313,6 +334,21 @@ mod tests {
             .filter(|_| g.next(&mut p).offset < (1 << 30) / 10)
             .count();
         assert!((89_000..91_000).contains(&hot), "{hot}");
+    }
+
+    #[test]
+    fn trace_replay_wraps_and_aligns() {
+        let mut s = spec("randread");
+        let t = crate::Trace::synthetic_mail(2, 1000, 1 << 40);
+        s.trace = Some(std::sync::Arc::new(t.clone()));
+        let mut g = Generator::new(&s, 0, 1);
+        let mut p = Prng::from_seed(1);
+        for i in 0..2000 {
+            let io = g.next(&mut p);
+            assert_eq!(io.is_read, t.ios[i % 1000].is_read);
+            assert_eq!(io.offset % 4096, 0);
+            assert!(io.offset + io.len <= 1 << 30);
+        }
     }
 
     #[test]

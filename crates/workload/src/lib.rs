@@ -4,13 +4,16 @@
 //!   address distribution, target region — spelled as fio spells it.
 //! - [`Profile`]: the reviews' named workloads (SYSTEM.md §3).
 //! - [`Generator`]: one per thread; draws the next I/O from a [`sim::Prng`].
+//! - [`Trace`]: block traces (MSR Cambridge CSV, synthetic mail server) for replay.
 //! - [`units`]: human units (`4k`, `8G`, `6h`, `36%`).
 
 mod generator;
 mod profile;
 mod spec;
+pub mod trace;
 pub mod units;
 
 pub use generator::{Generator, Io};
 pub use profile::Profile;
 pub use spec::{BlockSizes, Distribution, Pattern, SpecError, WorkloadSpec};
+pub use trace::{Trace, TraceIo};

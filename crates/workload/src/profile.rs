@@ -99,6 +99,7 @@ impl Profile {
             offset: 0,
             size: None,
             round_to_sector: true,
+            trace: None,
         }
     }
 

@@ -187,6 +187,10 @@ pub struct WorkloadSpec {
     /// Round block sizes up to the sector size instead of refusing them
     /// (the named profiles' 512 B entries on a 4 KiB-sector format).
     pub round_to_sector: bool,
+    /// Replay this trace (order, offsets, sizes, read/write) instead of
+    /// drawing I/Os; offsets wrap into the region, sizes round to sectors.
+    #[serde(skip)]
+    pub trace: Option<std::sync::Arc<crate::Trace>>,
 }
 
 impl WorkloadSpec {
@@ -214,6 +218,7 @@ impl WorkloadSpec {
             offset: 0,
             size: None,
             round_to_sector: false,
+            trace: None,
         })
     }
 
