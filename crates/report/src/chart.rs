@@ -1,0 +1,525 @@
+//! Draws one [`Chart`] as an SVG document with `plotters`.
+//!
+//! [`render_svg`] first turns the chart into [`Prepared`] data (finite points
+//! only, categories mapped to 0, 1, 2, …, axis ranges that are never empty),
+//! so that the drawing code never meets NaN, an empty range or a
+//! non-positive value on a log axis.
+
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use crate::format::{format_tick, PALETTE};
+use crate::model::{Chart, ChartKind, XValue};
+
+pub(crate) const WIDTH_PX: u32 = 860;
+const PLOT_HEIGHT_PX: u32 = 470;
+const LEGEND_ROW_PX: u32 = 22;
+const FONT: &str = "sans-serif";
+/// plotters writes `font-size = size / 1.24` into SVG; these are the sizes we
+/// ask for, giving about 11, 13 and 17 px.
+const TICK_FONT: f64 = 14.0;
+const DESC_FONT: f64 = 16.0;
+const TITLE_FONT: f64 = 21.0;
+/// Draw point markers on lines with at most this many points.
+const MARKER_POINTS_MAX: usize = 48;
+
+type Svg<'a> = SVGBackend<'a>;
+type PlotResult = Result<(), String>;
+
+/// Colour index of each target name, fixed for the whole review.
+pub(crate) trait ColourOf {
+    fn colour_of(&self, target: &str) -> usize;
+}
+
+/// A chart reduced to what can be drawn.
+struct Prepared {
+    /// `Some` for a categorical x axis; x values are then category indices.
+    categories: Option<Vec<String>>,
+    series: Vec<PreparedSeries>,
+    markers: Vec<PreparedMarker>,
+    x_range: (f64, f64),
+    y_range: (f64, f64),
+}
+
+struct PreparedSeries {
+    name: String,
+    colour: RGBColor,
+    points: Vec<(f64, f64)>,
+}
+
+struct PreparedMarker {
+    x: f64,
+    colour: RGBColor,
+    label: String,
+}
+
+/// Renders `chart` to an SVG document; returns it with its height in pixels
+/// (the width is [`WIDTH_PX`]).
+pub(crate) fn render_svg(chart: &Chart, colours: &dyn ColourOf) -> Result<(String, u32), String> {
+    let data = prepare(chart, colours);
+    let legend = legend_items(&data, chart.kind);
+    let legend_rows = legend.last().map_or(0, |l| l.row + 1);
+    let legend_px = if legend_rows == 0 {
+        0
+    } else {
+        legend_rows as u32 * LEGEND_ROW_PX + 12
+    };
+    let height_px = PLOT_HEIGHT_PX + legend_px;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH_PX, height_px)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let (plot_area, legend_area) = root.split_vertically(PLOT_HEIGHT_PX);
+        if chart.log_y {
+            let (lo, hi) = data.y_range;
+            draw_plot(&plot_area, chart, &data, (lo..hi).log_scale())?;
+        } else {
+            let (lo, hi) = data.y_range;
+            draw_plot(&plot_area, chart, &data, lo..hi)?;
+        }
+        draw_legend(&legend_area, &legend)?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok((svg, height_px))
+}
+
+fn rgb(index: usize) -> RGBColor {
+    let (r, g, b) = PALETTE[index % PALETTE.len()];
+    RGBColor(r, g, b)
+}
+
+fn prepare(chart: &Chart, colours: &dyn ColourOf) -> Prepared {
+    let categories = chart.is_categorical().then(|| categories_of(chart));
+    let x_of = |x: &XValue| -> Option<f64> {
+        match (&categories, x) {
+            (Some(cats), x) => {
+                let text = x.text();
+                cats.iter().position(|c| *c == text).map(|i| i as f64)
+            }
+            (None, XValue::Number(v)) if v.is_finite() => Some(*v),
+            (None, _) => None,
+        }
+    };
+    let drawable_y = |y: f64| y.is_finite() && (!chart.log_y || y > 0.0);
+    let series: Vec<PreparedSeries> = chart
+        .series
+        .iter()
+        .map(|s| {
+            let mut points: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .filter(|p| drawable_y(p.y))
+                .filter_map(|p| x_of(&p.x).map(|x| (x, p.y)))
+                .collect();
+            // A line is drawn left to right whatever order the data came in.
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            PreparedSeries {
+                name: s.target.clone(),
+                colour: rgb(colours.colour_of(&s.target)),
+                points,
+            }
+        })
+        .collect();
+    let markers = chart
+        .markers
+        .iter()
+        .filter_map(|m| {
+            Some(PreparedMarker {
+                x: x_of(&m.x)?,
+                colour: rgb(colours.colour_of(&m.target)),
+                label: m.label.clone(),
+            })
+        })
+        .collect::<Vec<_>>();
+    let x_range = match &categories {
+        Some(cats) => (-0.5, cats.len().max(1) as f64 - 0.5),
+        None => numeric_range(
+            series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p.0))
+                .chain(markers.iter().map(|m| m.x)),
+        ),
+    };
+    let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
+    let y_range = if chart.log_y {
+        log_range(ys)
+    } else {
+        linear_y_range(ys)
+    };
+    Prepared {
+        categories,
+        series,
+        markers,
+        x_range,
+        y_range,
+    }
+}
+
+/// Category labels in the order they first appear (series, then markers).
+fn categories_of(chart: &Chart) -> Vec<String> {
+    let mut cats: Vec<String> = Vec::new();
+    let xs = chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| &p.x))
+        .chain(chart.markers.iter().map(|m| &m.x));
+    for x in xs {
+        let text = x.text();
+        if !text.is_empty() && !cats.contains(&text) {
+            cats.push(text);
+        }
+    }
+    cats
+}
+
+fn min_max(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    values.fold(None, |acc, v| match acc {
+        None => Some((v, v)),
+        Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+    })
+}
+
+fn numeric_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    match min_max(values) {
+        None => (0.0, 1.0),
+        Some((lo, hi)) if lo == hi => {
+            let pad = if lo == 0.0 { 1.0 } else { lo.abs() * 0.5 };
+            (lo - pad, hi + pad)
+        }
+        Some(range) => range,
+    }
+}
+
+/// Includes zero, so bars and throughput lines are not exaggerated.
+fn linear_y_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = min_max(values).unwrap_or((0.0, 1.0));
+    let (lo, hi) = (lo.min(0.0), hi.max(0.0));
+    if hi == lo {
+        return (0.0, 1.0);
+    }
+    let pad = (hi - lo) * 0.08;
+    (if lo < 0.0 { lo - pad } else { lo }, hi + pad)
+}
+
+/// Whole decades around the positive values.
+fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let Some((lo, hi)) = min_max(values) else {
+        return (1.0, 10.0);
+    };
+    let lo_decade = lo.log10().floor();
+    let mut hi_decade = hi.log10().ceil();
+    if hi_decade <= lo_decade {
+        hi_decade = lo_decade + 1.0;
+    }
+    (10f64.powf(lo_decade), 10f64.powf(hi_decade))
+}
+
+fn draw_plot<Y>(
+    area: &DrawingArea<Svg<'_>, Shift>,
+    chart: &Chart,
+    data: &Prepared,
+    y: Y,
+) -> PlotResult
+where
+    Y: AsRangedCoord<Value = f64>,
+    Y::CoordDescType: ValueFormatter<f64>,
+{
+    let err = |e: DrawingAreaErrorKind<_>| e.to_string();
+    let categorical = data.categories.is_some();
+    let (x_lo, x_hi) = data.x_range;
+    let (y_lo, y_hi) = data.y_range;
+    let mut ctx = ChartBuilder::on(area)
+        .caption(&chart.title, (FONT, TITLE_FONT))
+        .margin(14)
+        .x_label_area_size(if categorical { 62 } else { 46 })
+        .y_label_area_size(76)
+        .build_cartesian_2d(x_lo..x_hi, y)
+        .map_err(err)?;
+
+    let x_format = |v: &f64| format_tick(*v, x_hi - x_lo, chart.x_format);
+    let y_format = |v: &f64| format_tick(*v, y_hi - y_lo, chart.y_format);
+    let mut mesh = ctx.configure_mesh();
+    mesh.x_desc(chart.x_label.as_str())
+        .y_desc(chart.y_label.as_str())
+        .x_label_formatter(&x_format)
+        .y_label_formatter(&y_format)
+        .label_style((FONT, TICK_FONT))
+        .axis_desc_style((FONT, DESC_FONT))
+        .bold_line_style(RGBColor(210, 210, 210))
+        .light_line_style(RGBColor(242, 242, 242))
+        .max_light_lines(4)
+        .y_labels(8);
+    if categorical {
+        // Category labels are drawn below by hand, one per category.
+        mesh.disable_x_mesh().x_labels(0);
+    } else {
+        mesh.x_labels(10);
+    }
+    mesh.draw().map_err(err)?;
+
+    match (chart.kind, &data.categories) {
+        (ChartKind::Bars, Some(cats)) => draw_bars(&mut ctx, data, cats.len(), y_lo)?,
+        (ChartKind::Bars, None) => draw_bars(&mut ctx, data, 0, y_lo)?,
+        (ChartKind::Line, _) => draw_lines(&mut ctx, data)?,
+    }
+    draw_markers(&mut ctx, data)?;
+    if let Some(cats) = &data.categories {
+        draw_category_labels(&ctx, area, cats, y_lo)?;
+    }
+    if data.series.iter().all(|s| s.points.is_empty()) {
+        let centre = ctx.backend_coord(&((x_lo + x_hi) / 2.0, y_lo));
+        let style = TextStyle::from((FONT, DESC_FONT).into_font())
+            .color(&RGBColor(120, 120, 120))
+            .pos(Pos::new(HPos::Center, VPos::Bottom));
+        area.draw(&Text::new("no data", (centre.0, centre.1 - 150), style))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+type Ctx<'a, 'b, Y> =
+    ChartContext<'a, Svg<'b>, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>;
+
+fn draw_lines<Y>(ctx: &mut Ctx<'_, '_, Y>, data: &Prepared) -> PlotResult
+where
+    Y: Ranged<ValueType = f64>,
+{
+    for s in &data.series {
+        let style = s.colour.stroke_width(2);
+        ctx.draw_series(LineSeries::new(s.points.iter().copied(), style))
+            .map_err(|e| e.to_string())?;
+        if s.points.len() <= MARKER_POINTS_MAX {
+            let fill = s.colour.filled();
+            ctx.draw_series(s.points.iter().map(|p| Circle::new(*p, 3, fill)))
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+/// One group per x value; bars of one group side by side in series order.
+/// With a numeric x axis the bars are centred on their x values.
+fn draw_bars<Y>(ctx: &mut Ctx<'_, '_, Y>, data: &Prepared, groups: usize, base: f64) -> PlotResult
+where
+    Y: Ranged<ValueType = f64>,
+{
+    let n = data.series.len().max(1) as f64;
+    let group_width = if groups > 0 {
+        0.8
+    } else {
+        // Numeric x: a group is as wide as 80 % of the closest gap.
+        let mut xs: Vec<f64> = data
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .collect();
+        xs.sort_by(f64::total_cmp);
+        let gap = xs
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .filter(|g| *g > 0.0)
+            .fold(f64::INFINITY, f64::min);
+        if gap.is_finite() {
+            gap * 0.8
+        } else {
+            (data.x_range.1 - data.x_range.0) * 0.2
+        }
+    };
+    let bar = group_width / n;
+    for (i, s) in data.series.iter().enumerate() {
+        let fill = s.colour.filled();
+        let rects = s.points.iter().map(|&(x, y)| {
+            let x0 = x - group_width / 2.0 + i as f64 * bar + bar * 0.05;
+            Rectangle::new([(x0, base), (x0 + bar * 0.9, y)], fill)
+        });
+        ctx.draw_series(rects).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn draw_markers<Y>(ctx: &mut Ctx<'_, '_, Y>, data: &Prepared) -> PlotResult
+where
+    Y: Ranged<ValueType = f64>,
+{
+    let (y_lo, y_hi) = data.y_range;
+    for m in &data.markers {
+        let style = m.colour.stroke_width(2);
+        ctx.draw_series(DashedLineSeries::new(
+            [(m.x, y_lo), (m.x, y_hi)],
+            8,
+            5,
+            style,
+        ))
+        .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Approximate width of `text` at the tick font, in pixels.
+fn text_px(text: &str) -> f64 {
+    text.chars().count() as f64 * TICK_FONT / 1.24 * 0.6
+}
+
+/// Writes each category under its slot; a label too wide for its slot is
+/// split into two lines at '/' or ' ' ("16T/16Q" → "16T/" over "16Q").
+fn draw_category_labels<Y>(
+    ctx: &Ctx<'_, '_, Y>,
+    area: &DrawingArea<Svg<'_>, Shift>,
+    cats: &[String],
+    y_lo: f64,
+) -> PlotResult
+where
+    Y: Ranged<ValueType = f64>,
+{
+    let slot_px = {
+        let a = ctx.backend_coord(&(0.0, y_lo)).0;
+        let b = ctx.backend_coord(&(1.0, y_lo)).0;
+        f64::from((b - a).abs())
+    };
+    let style = TextStyle::from((FONT, TICK_FONT).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Center, VPos::Top));
+    // Split all labels or none, so the axis reads evenly.
+    let split = cats.iter().any(|c| text_px(c) + 6.0 > slot_px);
+    for (i, cat) in cats.iter().enumerate() {
+        let (px, py) = ctx.backend_coord(&(i as f64, y_lo));
+        let lines = if split {
+            split_label(cat)
+        } else {
+            vec![cat.clone()]
+        };
+        for (row, line) in lines.into_iter().enumerate() {
+            let y = py + 6 + row as i32 * 14;
+            area.draw(&Text::new(line, (px, y), style.clone()))
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+fn split_label(label: &str) -> Vec<String> {
+    let mid = label.len() / 2;
+    let cut = label
+        .char_indices()
+        .filter(|(_, c)| *c == '/' || *c == ' ')
+        .min_by_key(|(i, _)| i.abs_diff(mid));
+    match cut {
+        Some((i, c)) => {
+            let head = if c == '/' { &label[..=i] } else { &label[..i] };
+            vec![head.to_owned(), label[i + 1..].to_owned()]
+        }
+        None => vec![label.to_owned()],
+    }
+}
+
+/// What a legend entry shows before its text.
+#[derive(Clone, Copy)]
+enum Swatch {
+    Line,
+    Bar,
+    Dashed,
+}
+
+/// One legend entry and its place: row and x offset in pixels.
+struct LegendItem<'a> {
+    text: &'a str,
+    colour: RGBColor,
+    swatch: Swatch,
+    row: usize,
+    x_px: i32,
+}
+
+/// Series first, then markers; entries wrap onto new rows.
+fn legend_items<'a>(data: &'a Prepared, kind: ChartKind) -> Vec<LegendItem<'a>> {
+    let series_swatch = match kind {
+        ChartKind::Line => Swatch::Line,
+        ChartKind::Bars => Swatch::Bar,
+    };
+    let entries = data
+        .series
+        .iter()
+        .map(|s| (s.name.as_str(), s.colour, series_swatch))
+        .chain(
+            data.markers
+                .iter()
+                .map(|m| (m.label.as_str(), m.colour, Swatch::Dashed)),
+        );
+    let usable = f64::from(WIDTH_PX) - 100.0;
+    let mut items = Vec::new();
+    let (mut row, mut x) = (0usize, 0.0f64);
+    for (text, colour, swatch) in entries {
+        let width = 34.0 + text_px(text) * 1.1 + 24.0;
+        if x > 0.0 && x + width > usable {
+            row += 1;
+            x = 0.0;
+        }
+        items.push(LegendItem {
+            text,
+            colour,
+            swatch,
+            row,
+            x_px: x as i32,
+        });
+        x += width;
+    }
+    items
+}
+
+/// Legend below the plot: a swatch and the text per series and marker.
+fn draw_legend(area: &DrawingArea<Svg<'_>, Shift>, items: &[LegendItem<'_>]) -> PlotResult {
+    let err = |e: DrawingAreaErrorKind<_>| e.to_string();
+    let left = 90;
+    for item in items {
+        let x = left + item.x_px;
+        let y = 6 + item.row as i32 * LEGEND_ROW_PX as i32 + LEGEND_ROW_PX as i32 / 2;
+        let colour = item.colour;
+        match item.swatch {
+            Swatch::Line => area.draw(&PathElement::new(
+                vec![(x, y), (x + 26, y)],
+                colour.stroke_width(3),
+            )),
+            Swatch::Bar => area.draw(&Rectangle::new(
+                [(x + 6, y - 7), (x + 20, y + 7)],
+                colour.filled(),
+            )),
+            Swatch::Dashed => [(x, x + 8), (x + 13, x + 21)]
+                .into_iter()
+                .try_for_each(|(a, b)| {
+                    area.draw(&PathElement::new(
+                        vec![(a, y), (b, y)],
+                        colour.stroke_width(2),
+                    ))
+                }),
+        }
+        .map_err(err)?;
+        let style = TextStyle::from((FONT, DESC_FONT).into_font())
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        area.draw(&Text::new(item.text, (x + 32, y), style))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_are_never_empty() {
+        assert_eq!(numeric_range(std::iter::empty()), (0.0, 1.0));
+        assert_eq!(numeric_range([4.0].into_iter()), (2.0, 6.0));
+        assert_eq!(linear_y_range([0.0, 0.0].into_iter()), (0.0, 1.0));
+        assert_eq!(log_range([5.0].into_iter()), (1.0, 10.0));
+        assert_eq!(log_range([0.3, 250.0].into_iter()), (0.1, 1000.0));
+    }
+
+    #[test]
+    fn labels_split_at_the_slash() {
+        assert_eq!(split_label("16T/16Q"), vec!["16T/", "16Q"]);
+        assert_eq!(split_label("File Server"), vec!["File", "Server"]);
+        assert_eq!(split_label("abc"), vec!["abc"]);
+    }
+}
