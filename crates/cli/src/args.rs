@@ -25,6 +25,8 @@ pub enum Command {
     Profiles,
     /// Run the SYSTEM.md §4 validation table: model vs measured.
     Validate(ValidateArgs),
+    /// Run a whole enterprise SSD review on one or more targets and write a report.
+    Review(ReviewArgs),
 }
 
 /// The card and how it is formatted.
@@ -148,4 +150,31 @@ pub struct ValidateArgs {
     pub json: Option<std::path::PathBuf>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct ReviewArgs {
+    /// A target to review (repeatable): PRESET[:FORMAT][:512] (FORMAT: stock,
+    /// hp, improved-write, max-write, op=PCT, capacity=SIZE), file:PATH:SIZE
+    /// or blockdev:/dev/NAME.
+    #[arg(long = "target", value_name = "TARGET")]
+    pub targets: Vec<String>,
+    /// A TOML review plan (keys of lab::review::ReviewPlan; see docs).
+    #[arg(long)]
+    pub plan: Option<std::path::PathBuf>,
+    /// Shorten every phase (scaled card, short rounds and windows) for a first look.
+    #[arg(long)]
+    pub quick: bool,
+    /// Output directory for index.html, results.json, charts and CSV.
+    #[arg(long, default_value = "review")]
+    pub out: std::path::PathBuf,
+    /// Seed of every random choice.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Fraction of erase blocks modelled targets keep (overrides the plan).
+    #[arg(long, allow_hyphen_values = true)]
+    pub scale: Option<String>,
+    /// No progress or summary (errors still go to stderr).
+    #[arg(long, short)]
+    pub quiet: bool,
 }

@@ -3,9 +3,12 @@
 
 mod args;
 mod cmd_devices;
+mod cmd_review;
 mod cmd_run;
 mod cmd_validate;
 mod output;
+mod realdev;
+mod review_report;
 
 use clap::Parser;
 
@@ -16,6 +19,7 @@ fn main() {
         args::Command::Devices(a) => cmd_devices::devices(a),
         args::Command::Profiles => cmd_devices::profiles(),
         args::Command::Validate(a) => cmd_validate::validate(a),
+        args::Command::Review(a) => cmd_review::review(a),
     };
     if let Err(e) = result {
         eprintln!("vsl: error: {e:#}");

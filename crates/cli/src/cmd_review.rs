@@ -1,0 +1,217 @@
+use crate::args::ReviewArgs;
+use anyhow::{anyhow, bail, Context, Result};
+use device::{CardConfig, Format, Preset};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use lab::review::{
+    phase_count, review_target, ModelTarget, ReviewPlan, ReviewTarget, TargetResult,
+};
+use serde::Serialize;
+use std::path::Path;
+use workload::units::{parse_percent, parse_size};
+
+/// Everything a review produced; written as results.json.
+#[derive(Serialize)]
+pub struct ReviewResults<'a> {
+    pub tool: &'static str,
+    pub version: &'static str,
+    pub plan: &'a ReviewPlan,
+    pub targets: &'a [TargetResult],
+}
+
+/// `PRESET[:FORMAT][:512]`, FORMAT one of the format names, `op=PCT` or
+/// `capacity=SIZE`; `--device X --format F` is the same as `X:F`.
+pub fn model_config(spec: &str, scale: f64) -> Result<CardConfig> {
+    let mut parts = spec.split(':');
+    let name = parts.next().unwrap_or_default();
+    let preset = Preset::by_name(name).ok_or_else(|| {
+        anyhow!("unknown target '{spec}' (a device preset such as {}, or file:PATH:SIZE, or blockdev:/dev/NAME)", Preset::names()[0])
+    })?;
+    let mut c = CardConfig::new(preset);
+    c.scale = scale;
+    for p in parts {
+        if p == "512" || p == "4096" {
+            c.sector_bytes = p.parse().expect("digits");
+        } else if let Some(op) = p.strip_prefix("op=") {
+            c.format = Format::Overprovision(
+                parse_percent(op).map_err(|e| anyhow!("target {spec}: {e}"))?,
+            );
+        } else if let Some(cap) = p.strip_prefix("capacity=") {
+            c.format =
+                Format::Capacity(parse_size(cap).map_err(|e| anyhow!("target {spec}: {e}"))?);
+        } else {
+            c.format = Format::parse(p).map_err(|e| anyhow!("target {spec}: {e}"))?;
+        }
+    }
+    Ok(c)
+}
+
+fn build_target(spec: &str, scale: f64) -> Result<Box<dyn ReviewTarget>> {
+    if spec.starts_with("file:") || spec.starts_with("blockdev:") {
+        return crate::realdev::review_target(spec);
+    }
+    let cfg = model_config(spec, scale)?;
+    Ok(Box::new(ModelTarget::new(spec, cfg)?))
+}
+
+pub fn review(a: ReviewArgs) -> Result<()> {
+    let mut plan = if a.quick {
+        ReviewPlan::quick()
+    } else {
+        ReviewPlan::default()
+    };
+    if let Some(path) = &a.plan {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read plan {}", path.display()))?;
+        plan = ReviewPlan::from_toml_text(&text, plan)
+            .map_err(|e| anyhow!("plan {}: {e}", path.display()))?;
+    }
+    if let Some(seed) = a.seed {
+        plan.seed = seed;
+    }
+    if let Some(s) = &a.scale {
+        plan.scale = s
+            .parse::<f64>()
+            .ok()
+            .filter(|v| *v > 0.0 && *v <= 1.0)
+            .ok_or_else(|| anyhow!("--scale: '{s}' must be a number in (0, 1]"))?;
+    }
+    plan.targets.extend(a.targets.iter().cloned());
+    if plan.targets.is_empty() {
+        bail!("no targets: give --target PRESET:FORMAT (e.g. iodrive-duo-640-mlc:stock) or file:PATH:SIZE, or a plan with targets");
+    }
+    plan.timing(false)?;
+    let mut targets = Vec::new();
+    for t in &plan.targets {
+        targets.push(build_target(t, plan.scale)?);
+    }
+    std::fs::create_dir_all(&a.out)
+        .with_context(|| format!("cannot create {}", a.out.display()))?;
+
+    let wall = std::time::Instant::now();
+    let total = phase_count(&plan) as u64;
+    let multi = MultiProgress::with_draw_target(if a.quiet {
+        ProgressDrawTarget::hidden()
+    } else {
+        ProgressDrawTarget::stderr()
+    });
+    let style = ProgressStyle::with_template(
+        "{prefix:<28} [{bar:25}] {pos}/{len} phases, eta {eta} {wide_msg}",
+    )
+    .expect("valid template")
+    .progress_chars("=> ");
+    let results: Vec<TargetResult> = std::thread::scope(|s| {
+        let handles: Vec<_> = targets
+            .into_iter()
+            .map(|mut t| {
+                let bar = multi.add(ProgressBar::new(total));
+                bar.set_style(style.clone());
+                bar.set_prefix(t.label().to_string());
+                let plan = &plan;
+                s.spawn(move || {
+                    let r = review_target(t.as_mut(), plan, &mut |phase| {
+                        if !phase.contains("round") {
+                            bar.inc(1);
+                        }
+                        bar.set_message(phase.to_string());
+                    });
+                    bar.finish_with_message(match &r.error {
+                        None => "done".to_string(),
+                        Some(e) => format!("FAILED: {e}"),
+                    });
+                    r
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("review thread panicked"))
+            .collect()
+    });
+    let wall_s = wall.elapsed().as_secs_f64();
+
+    let all = ReviewResults {
+        tool: "openvsl",
+        version: env!("CARGO_PKG_VERSION"),
+        plan: &plan,
+        targets: &results,
+    };
+    crate::output::write_json(&a.out.join("results.json"), &all)?;
+    crate::review_report::render(&a.out, &plan, &results)?;
+    if !a.quiet {
+        print_summary(&results, &a.out, wall_s);
+    }
+    let failed: Vec<&str> = results.iter().filter_map(|r| r.error.as_deref()).collect();
+    if !failed.is_empty() {
+        bail!(
+            "{} of {} targets failed (results of the others are in {}): {}",
+            failed.len(),
+            results.len(),
+            a.out.display(),
+            failed.join("; ")
+        );
+    }
+    Ok(())
+}
+
+fn stat_at<'a>(
+    r: &'a TargetResult,
+    profile: &str,
+    threads: u32,
+    qd: u32,
+) -> Option<&'a lab::IntervalStats> {
+    r.profiles
+        .iter()
+        .find(|p| p.profile == profile)?
+        .matrix
+        .iter()
+        .find(|m| m.threads == threads && m.qd == qd)
+        .map(|m| &m.stats)
+}
+
+fn print_summary(results: &[TargetResult], out: &Path, wall_s: f64) {
+    println!(
+        "{:<34} {:>12} {:>12} {:>12} {:>14} {:>14}",
+        "target (16T/16Q)", "4K write", "4K read", "8K 70/30", "File Server", "Web Server"
+    );
+    for r in results {
+        let iops = |p: &str| {
+            stat_at(r, p, 16, 16)
+                .map(|s| format!("{:.0}", s.iops))
+                .unwrap_or_else(|| "-".into())
+        };
+        let lat = |p: &str| {
+            stat_at(r, p, 16, 16)
+                .map(|s| format!("{:.2} ms", s.lat_avg_us / 1e3))
+                .unwrap_or_else(|| "-".into())
+        };
+        println!(
+            "{:<34} {:>12} {:>12} {:>12} {:>14} {:>14}",
+            r.label,
+            iops("4k-randwrite"),
+            iops("4k-randread"),
+            iops("8k-7030"),
+            lat("fileserver"),
+            iops("webserver")
+        );
+        for p in &r.profiles {
+            let conv = match (p.reused_state, p.converged_round) {
+                (true, _) => "state reused from the previous profile".to_string(),
+                (false, Some(n)) => {
+                    format!("steady state at round {n} of {}", p.precondition.len())
+                }
+                (false, None) => format!(
+                    "did not reach steady state in {} rounds",
+                    p.precondition.len()
+                ),
+            };
+            println!("    {:<14} preconditioning: {conv}", p.profile);
+        }
+    }
+    let ios: u64 = results.iter().map(|r| r.ios).sum();
+    println!(
+        "report: {}  ({} I/Os simulated or issued, {:.1} s wall)",
+        out.join("index.html").display(),
+        ios,
+        wall_s
+    );
+}
