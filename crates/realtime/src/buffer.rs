@@ -1,0 +1,72 @@
+use sim::Prng;
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+
+/// A heap buffer aligned for O_DIRECT (memory alignment is at least the
+/// page size, which every Linux filesystem and block device accepts).
+pub(crate) struct AlignedBuf {
+    ptr: *mut u8,
+    layout: Layout,
+}
+
+// The buffer is plain owned memory; only one thread touches it at a time.
+unsafe impl Send for AlignedBuf {}
+
+impl AlignedBuf {
+    /// `len_bytes` > 0; `align_bytes` a power of two.
+    pub(crate) fn new(len_bytes: usize, align_bytes: usize) -> AlignedBuf {
+        assert!(len_bytes > 0);
+        assert!(align_bytes.is_power_of_two());
+        let layout = Layout::from_size_align(len_bytes, align_bytes).expect("valid layout");
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        AlignedBuf { ptr, layout }
+    }
+
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr is valid for layout.size() initialised bytes.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.layout.size()) }
+    }
+
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and we hold &mut self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
+    }
+
+    /// Fills with pseudo-random bytes (never all zeros, so devices that
+    /// compress or deduplicate zeros see real data, as fio's default
+    /// random buffers do).
+    pub(crate) fn fill_random(&mut self, prng: &mut Prng) {
+        for chunk in self.as_mut_slice().chunks_mut(8) {
+            let v = prng.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&v[..chunk.len()]);
+        }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { dealloc(self.ptr, self.layout) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligned_and_random() {
+        let mut b = AlignedBuf::new(8192 + 3, 4096);
+        assert_eq!(b.as_mut_ptr() as usize % 4096, 0);
+        b.fill_random(&mut Prng::from_seed(1));
+        let zeros = b.as_slice().iter().filter(|&&x| x == 0).count();
+        assert!(zeros < 200, "{zeros} zero bytes of 8195");
+    }
+}

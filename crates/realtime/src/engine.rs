@@ -1,0 +1,310 @@
+//! The two I/O engines: io_uring (each worker keeps `queue_depth` I/Os in
+//! flight on its own ring) and a synchronous fallback (one blocking
+//! pread/pwrite per OS thread).
+
+use crate::buffer::AlignedBuf;
+use crate::collect::Meter;
+use crate::RealtimeError;
+use io_uring::{opcode, types, IoUring};
+use serde::Serialize;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+use workload::Io;
+
+/// Which engine to use.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineChoice {
+    /// io_uring, or the synchronous engine if the kernel refuses io_uring.
+    #[default]
+    Auto,
+    IoUring,
+    Sync,
+}
+
+/// The engine a run actually used.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineKind {
+    IoUring,
+    /// threads × queue depth OS threads, each with one blocking I/O.
+    Sync,
+}
+
+/// Resolves a choice against the running kernel; the note says why the
+/// fallback was taken.
+pub(crate) fn pick(choice: EngineChoice) -> Result<(EngineKind, Option<String>), RealtimeError> {
+    match choice {
+        EngineChoice::Sync => Ok((EngineKind::Sync, None)),
+        EngineChoice::IoUring => {
+            IoUring::new(2).map_err(RealtimeError::NoIoUring)?;
+            Ok((EngineKind::IoUring, None))
+        }
+        EngineChoice::Auto => match IoUring::new(2) {
+            Ok(_) => Ok((EngineKind::IoUring, None)),
+            Err(e) => Ok((
+                EngineKind::Sync,
+                Some(format!(
+                    "io_uring unavailable ({e}): using the synchronous engine \
+                     (one blocking I/O per OS thread, threads x QD threads)"
+                )),
+            )),
+        },
+    }
+}
+
+/// Where a worker's I/Os come from.
+pub(crate) trait IoSource {
+    /// The next I/O, or `None` when the source is exhausted.
+    fn next_io(&mut self) -> Option<Io>;
+}
+
+/// The shared wall clock of a run: nanoseconds since its start.
+#[derive(Copy, Clone)]
+pub(crate) struct Clock {
+    pub(crate) start: Instant,
+    pub(crate) end_ns: u64,
+}
+
+impl Clock {
+    #[inline]
+    pub(crate) fn now_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+}
+
+fn op_name(is_read: bool) -> &'static str {
+    if is_read {
+        "read"
+    } else {
+        "write"
+    }
+}
+
+fn check(res: io::Result<usize>, io: &Io) -> Result<(), RealtimeError> {
+    match res {
+        Ok(n) if n as u64 == io.len => Ok(()),
+        Ok(n) => Err(RealtimeError::ShortTransfer {
+            op: op_name(io.is_read),
+            offset: io.offset,
+            len: io.len,
+            done_bytes: n as u64,
+        }),
+        Err(source) => Err(RealtimeError::IoFailed {
+            op: op_name(io.is_read),
+            offset: io.offset,
+            len: io.len,
+            source,
+        }),
+    }
+}
+
+#[derive(Copy, Clone)]
+struct Slot {
+    io: Io,
+    issued_ns: u64,
+}
+
+/// A ring set up as fio's io_uring engine sets its own: cooperative task
+/// running, single issuer and deferred task work (each ring belongs to one
+/// thread, which reaps its own completions), dropping flags an older
+/// kernel refuses.
+fn new_ring(entries: u32) -> io::Result<IoUring> {
+    let all = IoUring::builder()
+        .setup_coop_taskrun()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .build(entries);
+    match all {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            match IoUring::builder().setup_coop_taskrun().build(entries) {
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => IoUring::new(entries),
+                r => r,
+            }
+        }
+        r => r,
+    }
+}
+
+/// One io_uring worker: a ring and `queue_depth` aligned buffers. The ring
+/// is declared first so it is dropped (and the kernel done with the
+/// buffers) before they are freed.
+pub(crate) struct UringWorker {
+    ring: IoUring,
+    bufs: Vec<AlignedBuf>,
+    slots: Vec<Slot>,
+    reaped: Vec<(u64, i32)>,
+}
+
+impl UringWorker {
+    pub(crate) fn new(
+        queue_depth: usize,
+        buf_bytes: usize,
+        align_bytes: usize,
+        data: &mut sim::Prng,
+    ) -> Result<UringWorker, RealtimeError> {
+        assert!(queue_depth > 0);
+        let entries = u32::try_from(queue_depth)
+            .map_err(|_| RealtimeError::Options("queue depth too large".into()))?;
+        let ring = new_ring(entries).map_err(RealtimeError::NoIoUring)?;
+        let bufs = (0..queue_depth)
+            .map(|_| {
+                let mut b = AlignedBuf::new(buf_bytes, align_bytes);
+                b.fill_random(data);
+                b
+            })
+            .collect();
+        let idle = Slot {
+            io: Io {
+                is_read: true,
+                offset: 0,
+                len: 0,
+            },
+            issued_ns: 0,
+        };
+        Ok(UringWorker {
+            ring,
+            bufs,
+            slots: vec![idle; queue_depth],
+            reaped: Vec::with_capacity(queue_depth * 2),
+        })
+    }
+
+    /// Queues the source's next I/O in `slot`; false when the source is
+    /// exhausted.
+    fn issue(&mut self, slot: usize, now_ns: u64, fd: RawFd, src: &mut dyn IoSource) -> bool {
+        let Some(io) = src.next_io() else {
+            return false;
+        };
+        assert!(io.len as usize <= self.bufs[slot].as_slice().len());
+        let ptr = self.bufs[slot].as_mut_ptr();
+        let len = io.len as u32;
+        let entry = if io.is_read {
+            opcode::Read::new(types::Fd(fd), ptr, len)
+                .offset(io.offset)
+                .build()
+        } else {
+            opcode::Write::new(types::Fd(fd), ptr, len)
+                .offset(io.offset)
+                .build()
+        }
+        .user_data(slot as u64);
+        self.slots[slot] = Slot {
+            io,
+            issued_ns: now_ns,
+        };
+        // SAFETY: the buffer lives in `self.bufs` until the ring is dropped
+        // or the completion is reaped; at most queue_depth entries are ever
+        // outstanding, so the submission queue has room.
+        unsafe { self.ring.submission().push(&entry) }.expect("submission queue has room");
+        true
+    }
+
+    /// Keeps every slot busy until the clock's end (or `stop`, or the source
+    /// runs dry), then waits for what is in flight. Returns the first I/O
+    /// error, after draining.
+    pub(crate) fn run(
+        mut self,
+        fd: RawFd,
+        src: &mut dyn IoSource,
+        meter: &mut Meter,
+        clock: Clock,
+        stop: &AtomicBool,
+    ) -> Result<(), RealtimeError> {
+        let qd = self.bufs.len();
+        let mut inflight = 0usize;
+        let now = clock.now_ns();
+        for slot in 0..qd {
+            if !self.issue(slot, now, fd, src) {
+                break;
+            }
+            inflight += 1;
+        }
+        let mut first_err: Option<RealtimeError> = None;
+        while inflight > 0 {
+            match self.ring.submit_and_wait(1) {
+                Ok(_) => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN)) => continue,
+                Err(e) => {
+                    // The kernel may still write into the buffers: leak
+                    // them rather than free memory under a live I/O.
+                    std::mem::forget(self);
+                    return Err(RealtimeError::IoFailed {
+                        op: "io_uring_enter",
+                        offset: 0,
+                        len: 0,
+                        source: e,
+                    });
+                }
+            }
+            let now = clock.now_ns();
+            self.reaped.clear();
+            let reaped = &mut self.reaped;
+            reaped.extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
+            let stopping = now >= clock.end_ns || stop.load(Ordering::Relaxed);
+            for i in 0..self.reaped.len() {
+                let (slot, res) = self.reaped[i];
+                let slot = slot as usize;
+                inflight -= 1;
+                let s = self.slots[slot];
+                let res = if res < 0 {
+                    Err(io::Error::from_raw_os_error(-res))
+                } else {
+                    Ok(res as usize)
+                };
+                if let Err(e) = check(res, &s.io) {
+                    first_err.get_or_insert(e);
+                    stop.store(true, Ordering::Relaxed);
+                    continue;
+                }
+                meter.record(now, now - s.issued_ns, s.io.is_read, s.io.len);
+                if !stopping && first_err.is_none() && self.issue(slot, now, fd, src) {
+                    inflight += 1;
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+/// One synchronous worker: one blocking I/O at a time.
+pub(crate) fn sync_worker(
+    file: &File,
+    mut buf: AlignedBuf,
+    src: &mut dyn IoSource,
+    meter: &mut Meter,
+    clock: Clock,
+    stop: &AtomicBool,
+) -> Result<(), RealtimeError> {
+    loop {
+        if stop.load(Ordering::Relaxed) || clock.now_ns() >= clock.end_ns {
+            return Ok(());
+        }
+        let Some(io) = src.next_io() else {
+            return Ok(());
+        };
+        let len = io.len as usize;
+        let t0 = clock.now_ns();
+        let res = loop {
+            let r = if io.is_read {
+                file.read_at(&mut buf.as_mut_slice()[..len], io.offset)
+            } else {
+                file.write_at(&buf.as_slice()[..len], io.offset)
+            };
+            match r {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                r => break r,
+            }
+        };
+        let t1 = clock.now_ns();
+        if let Err(e) = check(res, &io) {
+            stop.store(true, Ordering::Relaxed);
+            return Err(e);
+        }
+        meter.record(t1, t1 - t0, io.is_read, io.len);
+    }
+}

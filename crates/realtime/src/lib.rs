@@ -1,0 +1,348 @@
+//! The real-time engine: runs the lab's workloads against a real file or
+//! block device, on the wall clock, with O_DIRECT, and returns the same
+//! [`lab::RunResult`] as the virtual-time [`lab::run`], so real targets
+//! and modelled cards land on the same axes.
+//!
+//! - [`Target`]: `file:PATH:SIZE` or `blockdev:/dev/NAME`, as parsed from
+//!   the command line.
+//! - [`RealTarget`]: an opened target (file created and preallocated with
+//!   fallocate, or a block device sized with BLKGETSIZE64 / BLKSSZGET),
+//!   opened with O_DIRECT where the filesystem allows it ([`DirectMode`]).
+//! - [`RealTarget::run`] / [`run`]: `threads` OS threads, each keeping
+//!   `queue_depth` I/Os in flight on its own io_uring; offsets, sizes and
+//!   the read mix come from one [`workload::Generator`] per thread, seeded
+//!   from `opts.seed` exactly as `lab::run` seeds them. Per-thread interval
+//!   windows are merged at interval boundaries into [`lab::IntervalStats`].
+//!   [`RealRun`] adds what a real run needs said: the engine used
+//!   ([`EngineKind`]), direct or buffered, and any fallback taken.
+//! - [`RealTarget::precondition_fill`] / [`precondition_fill`]: the
+//!   sequential 1 MiB, QD 32 fill of the whole target.
+//! - [`RealtimeError`]: every failure, one line each.
+//!
+//! Fallbacks, each reported in [`RunInfo::notes`]: a filesystem that
+//! refuses O_DIRECT gets buffered I/O (fio needs `--direct=0` there too);
+//! a kernel that refuses io_uring gets the synchronous engine, which runs
+//! threads × QD OS threads with one blocking I/O each, so the device still
+//! sees threads × QD outstanding I/Os.
+//!
+//! Write amplification and GC counters are unknowable for a real device
+//! and are 0; `Summary::virtual_s` holds the wall-clock run time.
+
+mod buffer;
+mod collect;
+mod engine;
+mod error;
+mod target;
+
+pub use engine::{EngineChoice, EngineKind};
+pub use error::RealtimeError;
+pub use target::{DirectMode, RealTarget, Target};
+
+use buffer::AlignedBuf;
+use collect::{Collector, Meter, Msg};
+use engine::{sync_worker, Clock, IoSource, UringWorker};
+use lab::{IntervalStats, RunOptions, RunResult};
+use serde::Serialize;
+use sim::Prng;
+use std::os::unix::io::AsRawFd;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::channel;
+use std::sync::{Barrier, OnceLock};
+use std::time::Instant;
+use workload::{Generator, Io, WorkloadSpec};
+
+/// The largest block a run accepts (io_uring lengths are 32-bit).
+const MAX_BLOCK_BYTES: u64 = 1 << 30;
+/// The synchronous engine's thread budget.
+const MAX_SYNC_THREADS: usize = 4096;
+
+/// How a real run was carried out.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunInfo {
+    pub target: Target,
+    pub engine: EngineKind,
+    /// Opened with O_DIRECT.
+    pub direct: bool,
+    pub capacity_bytes: u64,
+    pub sector_bytes: u32,
+    /// Fallbacks taken and anything else worth telling the user.
+    pub notes: Vec<String>,
+    /// Wall time from the start of the run to the last worker's exit
+    /// (the run itself plus draining the I/Os in flight at the end).
+    pub wall_s: f64,
+}
+
+/// A real run: the lab's result plus how it was obtained.
+#[derive(Clone, Debug, Serialize)]
+pub struct RealRun {
+    pub result: RunResult,
+    pub info: RunInfo,
+}
+
+/// What a precondition fill did.
+#[derive(Clone, Debug, Serialize)]
+pub struct FillReport {
+    pub bytes: u64,
+    pub wall_s: f64,
+    pub engine: EngineKind,
+}
+
+struct GenSource {
+    gen: Generator,
+    prng: Prng,
+}
+
+impl IoSource for GenSource {
+    #[inline]
+    fn next_io(&mut self) -> Option<Io> {
+        Some(self.gen.next(&mut self.prng))
+    }
+}
+
+struct FillSource {
+    next: u64,
+    capacity: u64,
+    block: u64,
+}
+
+impl IoSource for FillSource {
+    fn next_io(&mut self) -> Option<Io> {
+        if self.next >= self.capacity {
+            return None;
+        }
+        let len = self.block.min(self.capacity - self.next);
+        let io = Io {
+            is_read: false,
+            offset: self.next,
+            len,
+        };
+        self.next += len;
+        Some(io)
+    }
+}
+
+/// Opens `target` (O_DIRECT where possible) and runs `spec` on it in real
+/// time with io_uring (or the synchronous fallback). See
+/// [`RealTarget::run`] for the run and [`RealRun`] for the details this
+/// drops.
+pub fn run(
+    target: &Target,
+    spec: &WorkloadSpec,
+    opts: &RunOptions,
+    on_interval: &mut dyn FnMut(&IntervalStats),
+) -> Result<RunResult, RealtimeError> {
+    let rt = RealTarget::open(target, DirectMode::Auto)?;
+    Ok(rt.run(spec, opts, EngineChoice::Auto, on_interval)?.result)
+}
+
+/// Opens `target` and writes all of it once, sequentially (1 MiB I/Os at
+/// QD 32), as `lab::precondition_fill` does for a modelled card.
+pub fn precondition_fill(target: &Target) -> Result<FillReport, RealtimeError> {
+    RealTarget::open(target, DirectMode::Auto)?.precondition_fill(EngineChoice::Auto)
+}
+
+enum Setup {
+    Uring(Box<UringWorker>),
+    Sync(AlignedBuf),
+}
+
+impl RealTarget {
+    /// Runs `spec` for `opts.duration_ns` of wall time with `opts.threads`
+    /// workers × `opts.queue_depth` I/Os in flight, calling `on_interval`
+    /// as each interval closes (once every worker has moved past it).
+    /// I/Os completing after the end are waited for but not counted.
+    pub fn run(
+        &self,
+        spec: &WorkloadSpec,
+        opts: &RunOptions,
+        engine: EngineChoice,
+        on_interval: &mut dyn FnMut(&IntervalStats),
+    ) -> Result<RealRun, RealtimeError> {
+        opts.validate()?;
+        let spec = spec.resolve(self.capacity_bytes(), self.sector_bytes())?;
+        let max_block = spec.block_sizes.max();
+        if max_block > MAX_BLOCK_BYTES {
+            return Err(RealtimeError::Options(format!(
+                "block size {max_block} is above the {MAX_BLOCK_BYTES}-byte limit"
+            )));
+        }
+        let (kind, note) = engine::pick(engine)?;
+        let qd = opts.queue_depth as usize;
+        let workers = match kind {
+            EngineKind::IoUring => opts.threads as usize,
+            EngineKind::Sync => opts.threads as usize * qd,
+        };
+        if kind == EngineKind::Sync && workers > MAX_SYNC_THREADS {
+            return Err(RealtimeError::Options(format!(
+                "the synchronous engine runs one OS thread per outstanding I/O; \
+                 {workers} is above its limit of {MAX_SYNC_THREADS}"
+            )));
+        }
+        // Same seeding as lab::run: one generator and one forked stream per
+        // thread, in order; the write-data streams are forked after them.
+        let mut master = Prng::from_seed(opts.seed);
+        let sources: Vec<GenSource> = (0..workers)
+            .map(|i| GenSource {
+                gen: Generator::new(&spec, i as u32, workers as u32),
+                prng: master.fork(),
+            })
+            .collect();
+        let data: Vec<Prng> = (0..workers).map(|_| master.fork()).collect();
+        let started = Instant::now();
+        let result = self.drive(
+            kind,
+            qd,
+            max_block as usize,
+            sources,
+            data,
+            opts,
+            on_interval,
+        )?;
+        let mut notes = self.notes().to_vec();
+        notes.extend(note);
+        Ok(RealRun {
+            result,
+            info: RunInfo {
+                target: self.target().clone(),
+                engine: kind,
+                direct: self.direct(),
+                capacity_bytes: self.capacity_bytes(),
+                sector_bytes: self.sector_bytes(),
+                notes,
+                wall_s: started.elapsed().as_secs_f64(),
+            },
+        })
+    }
+
+    /// Spawns the workers, starts them together, and collects their
+    /// windows into intervals.
+    #[allow(clippy::too_many_arguments)]
+    fn drive(
+        &self,
+        kind: EngineKind,
+        qd: usize,
+        buf_bytes: usize,
+        sources: Vec<GenSource>,
+        data: Vec<Prng>,
+        opts: &RunOptions,
+        on_interval: &mut dyn FnMut(&IntervalStats),
+    ) -> Result<RunResult, RealtimeError> {
+        let workers = sources.len();
+        let (tx, rx) = channel::<Msg>();
+        let stop = AtomicBool::new(false);
+        let ready = Barrier::new(workers + 1);
+        let go = Barrier::new(workers + 1);
+        let start = OnceLock::<Instant>::new();
+        let (interval_ns, end_ns) = (opts.interval_ns, opts.duration_ns);
+        let fd = self.file.as_raw_fd();
+        let align = self.mem_align_bytes();
+        let file = &self.file;
+        std::thread::scope(|s| {
+            let mut handles = Vec::with_capacity(workers);
+            for (w, (mut src, mut data)) in sources.into_iter().zip(data).enumerate() {
+                let tx = tx.clone();
+                let (stop, ready, go, start) = (&stop, &ready, &go, &start);
+                handles.push(s.spawn(move || {
+                    let setup = match kind {
+                        EngineKind::IoUring => UringWorker::new(qd, buf_bytes, align, &mut data)
+                            .map(|u| Setup::Uring(Box::new(u))),
+                        EngineKind::Sync => {
+                            let mut b = AlignedBuf::new(buf_bytes, align);
+                            b.fill_random(&mut data);
+                            Ok(Setup::Sync(b))
+                        }
+                    };
+                    ready.wait();
+                    go.wait();
+                    let clock = Clock {
+                        start: *start.get().expect("start is set before go"),
+                        end_ns,
+                    };
+                    let mut meter = Meter::new(tx, w, interval_ns, end_ns);
+                    let r = match setup {
+                        Err(e) => {
+                            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                            Err(e)
+                        }
+                        Ok(Setup::Uring(u)) => u.run(fd, &mut src, &mut meter, clock, stop),
+                        Ok(Setup::Sync(b)) => {
+                            sync_worker(file, b, &mut src, &mut meter, clock, stop)
+                        }
+                    };
+                    meter.finish(r);
+                }));
+            }
+            drop(tx);
+            ready.wait();
+            start.set(Instant::now()).expect("set once");
+            go.wait();
+            let mut col = Collector::new(workers, interval_ns, end_ns);
+            while col.running() > 0 {
+                match rx.recv() {
+                    Ok(m) => col.take(m, on_interval),
+                    Err(_) => break, // every sender gone: a worker panicked
+                }
+            }
+            let panicked = handles.into_iter().any(|h| h.join().is_err());
+            if panicked {
+                return Err(RealtimeError::WorkerPanicked);
+            }
+            let drained_ns = start.get().map_or(0, |s| s.elapsed().as_nanos() as u64);
+            col.finish(drained_ns)
+        })
+    }
+
+    /// Writes the whole target once, sequentially, in 1 MiB I/Os at QD 32
+    /// (QD 1 on the synchronous engine), then flushes it.
+    pub fn precondition_fill(&self, engine: EngineChoice) -> Result<FillReport, RealtimeError> {
+        let (kind, _) = engine::pick(engine)?;
+        let sector = self.sector_bytes() as u64;
+        let block = ((1u64 << 20).min(self.capacity_bytes()) / sector * sector).max(sector);
+        let mut src = FillSource {
+            next: 0,
+            capacity: self.capacity_bytes(),
+            block,
+        };
+        let mut data = Prng::from_seed(0x5eed_f111);
+        let (tx, rx) = channel();
+        let mut meter = Meter::new(tx, 0, u64::MAX / 2, u64::MAX);
+        let clock = Clock {
+            start: Instant::now(),
+            end_ns: u64::MAX,
+        };
+        let stop = AtomicBool::new(false);
+        let r = match kind {
+            EngineKind::IoUring => {
+                let w = UringWorker::new(32, block as usize, self.mem_align_bytes(), &mut data)?;
+                w.run(self.file.as_raw_fd(), &mut src, &mut meter, clock, &stop)
+            }
+            EngineKind::Sync => {
+                let mut b = AlignedBuf::new(block as usize, self.mem_align_bytes());
+                b.fill_random(&mut data);
+                sync_worker(&self.file, b, &mut src, &mut meter, clock, &stop)
+            }
+        };
+        r?;
+        self.file.sync_data().map_err(|source| RealtimeError::Io {
+            path: self.target().path().to_path_buf(),
+            what: "flush after fill",
+            source,
+        })?;
+        meter.finish(Ok(()));
+        let bytes = rx
+            .try_iter()
+            .filter_map(|m| match m {
+                Msg::Progress {
+                    window: Some((_, w)),
+                    ..
+                } => Some(w.bytes),
+                _ => None,
+            })
+            .sum();
+        Ok(FillReport {
+            bytes,
+            wall_s: clock.start.elapsed().as_secs_f64(),
+            engine: kind,
+        })
+    }
+}
