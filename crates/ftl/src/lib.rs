@@ -10,6 +10,9 @@
 //!   before they are programmed.
 //! - [`FtlConfig`]: geometry, timing, formatted size and the policy knobs.
 //! - [`FtlStats`]: host and media counters (write amplification, GC moves).
+//! - [`MediaEvent`] and [`OobRecord`]: the seam for a data store keyed by
+//!   physical slot ([`Vsl::enable_media_log`]) and map recovery from the
+//!   out-of-band records it scans back ([`Vsl::recover`]).
 //!
 //! ## Physical addressing
 //!
@@ -31,7 +34,7 @@
 
 mod vsl;
 
-pub use vsl::{FtlConfig, FtlError, FtlStats, GcPolicy, Vsl};
+pub use vsl::{FtlConfig, FtlError, FtlStats, GcPolicy, MediaEvent, OobRecord, Vsl};
 
 /// Steady-state write amplification of greedy GC under uniform random
 /// single-sector writes, in the large-block limit:

@@ -224,7 +224,36 @@ pub struct Vsl {
     gc_read_done: Vec<Nanos>,
     /// Scratch: valid slots of the GC victim.
     gc_valid: Vec<u32>,
+    /// GC moves and erases for a data store keyed by physical slot; `None`
+    /// (the default) costs one branch per GC run and nothing per write.
+    media_log: Option<Vec<MediaEvent>>,
     stats: FtlStats,
+}
+
+/// What a data store keyed by physical slot must mirror besides host
+/// writes (whose slots [`Vsl::lookup`] gives): GC moving a sector and an
+/// erase unit being erased. Recorded only after [`Vsl::enable_media_log`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum MediaEvent {
+    /// GC copied logical sector `lba` (out-of-band sequence number `seq`,
+    /// 0 when not tracked) from slot `from` to slot `to`.
+    Moved {
+        from: u32,
+        to: u32,
+        lba: u32,
+        seq: u64,
+    },
+    /// Erase unit `leb` (slots `leb * slots_per_leb ..`) was erased.
+    Erased { leb: u32 },
+}
+
+/// One slot's out-of-band record as a store read it back: the logical
+/// sector it holds and the sequence number of the host write that made it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct OobRecord {
+    pub psa: u32,
+    pub lba: u32,
+    pub seq: u64,
 }
 
 impl Vsl {
@@ -268,6 +297,7 @@ impl Vsl {
             last_admit: Nanos::ZERO,
             gc_read_done: Vec::with_capacity(g.units_per_leb() as usize),
             gc_valid: Vec::with_capacity(spl as usize),
+            media_log: None,
             spu,
             spl,
             cfg,
@@ -442,7 +472,9 @@ impl Vsl {
     /// which keeps the sequence number of the data it moves.
     fn place(&mut self, t: Nanos, lba: u32, host_seq: Option<u64>) {
         let host = host_seq.is_some();
-        if self.frontier_next == self.spl {
+        // `while`, not `if`: foreground GC run by opening a unit may fill
+        // that unit to the brim with moved data.
+        while self.frontier_next == self.spl {
             self.open_next_leb(t, host);
         }
         let psa = self.frontier_leb * self.spl + self.frontier_next;
@@ -591,6 +623,9 @@ impl Vsl {
             self.place(ready[unit as usize], lba, None);
         }
         self.stats.gc_sectors_moved += valid.len() as u64;
+        if self.media_log.is_some() {
+            self.log_moves(&valid);
+        }
         self.gc_valid = valid;
         self.gc_read_done = ready;
         assert_eq!(
@@ -598,6 +633,9 @@ impl Vsl {
             "victim still holds data"
         );
         self.nand.erase_leb(t, victim);
+        if let Some(log) = self.media_log.as_mut() {
+            log.push(MediaEvent::Erased { leb: victim });
+        }
         self.leb_state[victim as usize] = LebState::Free;
         self.free
             .push(Reverse((self.nand.erase_count(victim), victim)));
@@ -651,5 +689,124 @@ impl Vsl {
             .filter(|s| **s == LebState::Open)
             .count();
         assert_eq!(open, 1, "exactly one open erase unit");
+    }
+}
+
+/// Data-store hooks and recovery: what the real-time serving layer needs to
+/// keep user data by physical slot and rebuild the map after a crash.
+impl Vsl {
+    /// Starts recording [`MediaEvent`]s; drain them with
+    /// [`Vsl::drain_media_log`] after every call that may run GC.
+    pub fn enable_media_log(&mut self) {
+        if self.media_log.is_none() {
+            self.media_log = Some(Vec::with_capacity(self.spl as usize + 1));
+        }
+    }
+
+    /// Moves the recorded events, oldest first, into `out`.
+    pub fn drain_media_log(&mut self, out: &mut Vec<MediaEvent>) {
+        if let Some(log) = self.media_log.as_mut() {
+            out.append(log);
+        }
+    }
+
+    /// Physical slots in one erase unit.
+    pub fn slots_per_leb(&self) -> u32 {
+        self.spl
+    }
+
+    /// Physical slots in the device (every erase unit, reserved included).
+    pub fn physical_slots(&self) -> u64 {
+        self.p2l.len() as u64
+    }
+
+    /// True when erase unit `leb` is on the free list (erased, unused).
+    pub fn is_free_leb(&self, leb: u32) -> bool {
+        self.leb_state[leb as usize] == LebState::Free
+    }
+
+    /// Out-of-band sequence number recorded with slot `psa` (0 when not
+    /// tracked or never programmed).
+    pub fn slot_sequence(&self, psa: u32) -> u64 {
+        self.oob_seq.get(psa as usize).copied().unwrap_or(0)
+    }
+
+    fn log_moves(&mut self, moved_from: &[u32]) {
+        let log = self.media_log.as_mut().expect("checked by the caller");
+        for &from in moved_from {
+            let lba = self.p2l[from as usize];
+            let to = self.l2p[lba as usize];
+            let seq = self.oob_seq.get(to as usize).copied().unwrap_or(0);
+            log.push(MediaEvent::Moved { from, to, lba, seq });
+        }
+    }
+
+    /// Rebuilds a device from the out-of-band records a store scanned, in
+    /// any order: each logical sector maps to its record with the highest
+    /// sequence number (records of trimmed data must already be dropped).
+    /// Erase units holding valid data are closed; the rest are free and a
+    /// fresh one becomes the log frontier. Timing state starts idle at 0 and
+    /// the host write counter resumes after `max(seq, seq_floor)`, so new
+    /// writes always carry higher sequence numbers than anything on media.
+    pub fn recover(
+        cfg: FtlConfig,
+        records: &[OobRecord],
+        seq_floor: u64,
+        erase_counts: Option<&[u32]>,
+    ) -> Result<Vsl, FtlError> {
+        let mut vsl = Vsl::new(cfg)?;
+        if !vsl.cfg.track_sequence {
+            return Err(FtlError::Config(
+                "recovery needs out-of-band sequence numbers (track_sequence)".into(),
+            ));
+        }
+        let slots = vsl.p2l.len() as u64;
+        let usable_slots = vsl.cfg.usable_lebs() as u64 * vsl.spl as u64;
+        let mut best_seq = vec![0u64; vsl.l2p.len()];
+        let mut max_seq = seq_floor;
+        for r in records {
+            if r.psa as u64 >= usable_slots || r.lba as u64 >= vsl.cfg.user_sectors || r.seq == 0 {
+                return Err(FtlError::Config(format!(
+                    "out-of-band record {r:?} is outside the device ({slots} slots, {} sectors)",
+                    vsl.cfg.user_sectors
+                )));
+            }
+            max_seq = max_seq.max(r.seq);
+            vsl.p2l[r.psa as usize] = r.lba;
+            vsl.oob_seq[r.psa as usize] = r.seq;
+            if r.seq > best_seq[r.lba as usize] {
+                best_seq[r.lba as usize] = r.seq;
+                vsl.l2p[r.lba as usize] = r.psa;
+            }
+        }
+        if let Some(counts) = erase_counts {
+            vsl.nand.restore_erase_counts(counts);
+        }
+        vsl.leb_valid.iter_mut().for_each(|v| *v = 0);
+        for &psa in vsl.l2p.iter().filter(|&&p| p != UNMAPPED) {
+            vsl.leb_valid[(psa / vsl.spl) as usize] += 1;
+        }
+        vsl.free.clear();
+        for leb in 0..vsl.cfg.usable_lebs() {
+            if vsl.leb_valid[leb as usize] > 0 {
+                vsl.leb_state[leb as usize] = LebState::Closed;
+            } else {
+                vsl.leb_state[leb as usize] = LebState::Free;
+                let base = (leb * vsl.spl) as usize;
+                vsl.p2l[base..base + vsl.spl as usize].fill(UNMAPPED);
+                vsl.oob_seq[base..base + vsl.spl as usize].fill(0);
+                vsl.free.push(Reverse((vsl.nand.erase_count(leb), leb)));
+            }
+        }
+        let Some(Reverse((_, frontier))) = vsl.free.pop() else {
+            return Err(FtlError::Config(
+                "recovered device has no free erase unit for the log frontier".into(),
+            ));
+        };
+        vsl.leb_state[frontier as usize] = LebState::Open;
+        vsl.frontier_leb = frontier;
+        vsl.frontier_next = 0;
+        vsl.stats.host_sectors_written = max_seq;
+        Ok(vsl)
     }
 }

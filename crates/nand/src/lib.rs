@@ -278,6 +278,15 @@ impl NandArray {
         &self.erase_counts
     }
 
+    /// Restores erase counts saved from an earlier run of the same device
+    /// (the real-time store keeps wear across attaches). Extra or missing
+    /// entries are ignored.
+    pub fn restore_erase_counts(&mut self, counts: &[u32]) {
+        for (dst, &src) in self.erase_counts.iter_mut().zip(counts) {
+            *dst = src;
+        }
+    }
+
     /// True when no bank has queued work at `now` (used for idle-time GC).
     pub fn idle_at(&self, now: Nanos) -> bool {
         self.banks.iter().all(|b| b.busy_until <= now)
