@@ -22,6 +22,8 @@ const FONT: &str = "sans-serif";
 const TICK_FONT: f64 = 14.0;
 const DESC_FONT: f64 = 16.0;
 const TITLE_FONT: f64 = 21.0;
+/// A line of more points than 4 × this is thinned to this many x buckets.
+const DECIMATE_BUCKETS: usize = 600;
 /// Draw point markers on lines with at most this many points.
 const MARKER_POINTS_MAX: usize = 48;
 
@@ -115,6 +117,9 @@ fn prepare(chart: &Chart, colours: &dyn ColourOf) -> Prepared {
                 .collect();
             // A line is drawn left to right whatever order the data came in.
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            if chart.kind == ChartKind::Line {
+                points = decimate(points, DECIMATE_BUCKETS);
+            }
             PreparedSeries {
                 name: s.target.clone(),
                 colour: rgb(colours.colour_of(&s.target)),
@@ -135,12 +140,16 @@ fn prepare(chart: &Chart, colours: &dyn ColourOf) -> Prepared {
         .collect::<Vec<_>>();
     let x_range = match &categories {
         Some(cats) => (-0.5, cats.len().max(1) as f64 - 0.5),
-        None => numeric_range(
-            series
-                .iter()
-                .flat_map(|s| s.points.iter().map(|p| p.0))
-                .chain(markers.iter().map(|m| m.x)),
-        ),
+        None => {
+            let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+            let (lo, hi) = numeric_range(xs.chain(markers.iter().map(|m| m.x)));
+            // Bars are centred on their x: make room for half a group each side.
+            let pad = match chart.kind {
+                ChartKind::Bars => bar_group_width(&series, false) * 0.625,
+                ChartKind::Line => 0.0,
+            };
+            (lo - pad, hi + pad)
+        }
     };
     let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
     let y_range = if chart.log_y {
@@ -155,6 +164,43 @@ fn prepare(chart: &Chart, colours: &dyn ColourOf) -> Prepared {
         x_range,
         y_range,
     }
+}
+
+/// Keeps a line of many points (hours of 1 s intervals) light to draw and
+/// to load: splits the x range into `buckets` and keeps, per bucket, the
+/// first, lowest, highest and last point in x order, so every spike (a
+/// 1,000 ms max-latency blip) still shows. The CSV and JSON keep all points.
+fn decimate(points: Vec<(f64, f64)>, buckets: usize) -> Vec<(f64, f64)> {
+    if points.len() <= buckets * 4 {
+        return points;
+    }
+    let (x_lo, x_hi) = (points[0].0, points[points.len() - 1].0);
+    let width = (x_hi - x_lo) / buckets as f64;
+    let bucket_of = |x: f64| (((x - x_lo) / width) as usize).min(buckets - 1);
+    let mut out = Vec::with_capacity(buckets * 4);
+    let mut start = 0;
+    while start < points.len() {
+        let b = bucket_of(points[start].0);
+        let end = start
+            + points[start..]
+                .iter()
+                .take_while(|p| bucket_of(p.0) == b)
+                .count();
+        let chunk = &points[start..end];
+        let lowest = (0..chunk.len()).min_by(|&i, &j| chunk[i].1.total_cmp(&chunk[j].1));
+        let highest = (0..chunk.len()).max_by(|&i, &j| chunk[i].1.total_cmp(&chunk[j].1));
+        let mut keep = [Some(0), lowest, highest, Some(chunk.len() - 1)].map(|i| i.unwrap_or(0));
+        keep.sort_unstable();
+        let mut last = None;
+        for i in keep {
+            if last != Some(i) {
+                out.push(chunk[i]);
+                last = Some(i);
+            }
+        }
+        start = end;
+    }
+    out
 }
 
 /// Category labels in the order they first appear (series, then markers).
@@ -259,10 +305,9 @@ where
     }
     mesh.draw().map_err(err)?;
 
-    match (chart.kind, &data.categories) {
-        (ChartKind::Bars, Some(cats)) => draw_bars(&mut ctx, data, cats.len(), y_lo)?,
-        (ChartKind::Bars, None) => draw_bars(&mut ctx, data, 0, y_lo)?,
-        (ChartKind::Line, _) => draw_lines(&mut ctx, data)?,
+    match chart.kind {
+        ChartKind::Bars => draw_bars(&mut ctx, data, chart.log_y)?,
+        ChartKind::Line => draw_lines(&mut ctx, data)?,
     }
     draw_markers(&mut ctx, data)?;
     if let Some(cats) = &data.categories {
@@ -299,35 +344,44 @@ where
     Ok(())
 }
 
-/// One group per x value; bars of one group side by side in series order.
-/// With a numeric x axis the bars are centred on their x values.
-fn draw_bars<Y>(ctx: &mut Ctx<'_, '_, Y>, data: &Prepared, groups: usize, base: f64) -> PlotResult
+/// Width of one group of bars in x units: 0.8 of a category, or 0.8 of the
+/// closest gap between numeric x values.
+fn bar_group_width(series: &[PreparedSeries], categorical: bool) -> f64 {
+    if categorical {
+        return 0.8;
+    }
+    let mut xs: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    let gap = xs
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|g| *g > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    if gap.is_finite() {
+        gap * 0.8
+    } else {
+        // One distinct x: any width reads the same, the axis is padded to fit.
+        xs.first().map_or(1.0, |x| (x.abs() * 0.4).max(0.8))
+    }
+}
+
+/// One group per x value; bars of one group side by side in series order,
+/// growing from zero (or from the bottom of a log axis).
+fn draw_bars<Y>(ctx: &mut Ctx<'_, '_, Y>, data: &Prepared, log_y: bool) -> PlotResult
 where
     Y: Ranged<ValueType = f64>,
 {
-    let n = data.series.len().max(1) as f64;
-    let group_width = if groups > 0 {
-        0.8
+    let (y_lo, y_hi) = data.y_range;
+    let base = if log_y {
+        y_lo
     } else {
-        // Numeric x: a group is as wide as 80 % of the closest gap.
-        let mut xs: Vec<f64> = data
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.0))
-            .collect();
-        xs.sort_by(f64::total_cmp);
-        let gap = xs
-            .windows(2)
-            .map(|w| w[1] - w[0])
-            .filter(|g| *g > 0.0)
-            .fold(f64::INFINITY, f64::min);
-        if gap.is_finite() {
-            gap * 0.8
-        } else {
-            (data.x_range.1 - data.x_range.0) * 0.2
-        }
+        0.0f64.clamp(y_lo, y_hi)
     };
-    let bar = group_width / n;
+    let group_width = bar_group_width(&data.series, data.categories.is_some());
+    let bar = group_width / data.series.len().max(1) as f64;
     for (i, s) in data.series.iter().enumerate() {
         let fill = s.colour.filled();
         let rects = s.points.iter().map(|&(x, y)| {
@@ -345,7 +399,8 @@ where
 {
     let (y_lo, y_hi) = data.y_range;
     for m in &data.markers {
-        let style = m.colour.stroke_width(2);
+        // Thinner than data lines (2 px), so a marker never reads as data.
+        let style = m.colour.stroke_width(1);
         ctx.draw_series(DashedLineSeries::new(
             [(m.x, y_lo), (m.x, y_hi)],
             8,
@@ -484,12 +539,13 @@ fn draw_legend(area: &DrawingArea<Svg<'_>, Shift>, items: &[LegendItem<'_>]) -> 
                 [(x + 6, y - 7), (x + 20, y + 7)],
                 colour.filled(),
             )),
+            // 1 px like the marker it stands for.
             Swatch::Dashed => [(x, x + 8), (x + 13, x + 21)]
                 .into_iter()
                 .try_for_each(|(a, b)| {
                     area.draw(&PathElement::new(
                         vec![(a, y), (b, y)],
-                        colour.stroke_width(2),
+                        colour.stroke_width(1),
                     ))
                 }),
         }
@@ -514,6 +570,22 @@ mod tests {
         assert_eq!(linear_y_range([0.0, 0.0].into_iter()), (0.0, 1.0));
         assert_eq!(log_range([5.0].into_iter()), (1.0, 10.0));
         assert_eq!(log_range([0.3, 250.0].into_iter()), (0.1, 1000.0));
+    }
+
+    #[test]
+    fn decimation_keeps_spikes_and_ends() {
+        let mut points: Vec<(f64, f64)> = (0..10_000).map(|i| (f64::from(i), 1.0)).collect();
+        points[4321].1 = 1000.0;
+        points[777].1 = -5.0;
+        let thin = decimate(points.clone(), 100);
+        assert!(thin.len() <= 400, "{}", thin.len());
+        assert!(thin.contains(&(4321.0, 1000.0)));
+        assert!(thin.contains(&(777.0, -5.0)));
+        assert_eq!(thin.first(), points.first());
+        assert_eq!(thin.last(), points.last());
+        assert!(thin.windows(2).all(|w| w[0].0 < w[1].0));
+        let few = vec![(0.0, 1.0), (1.0, 2.0)];
+        assert_eq!(decimate(few.clone(), 100), few);
     }
 
     #[test]

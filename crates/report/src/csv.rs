@@ -1,6 +1,8 @@
 //! One CSV file per chart, wide format: an `x` column, then one column per
 //! series, one row per x value.
 
+use std::collections::{HashMap, HashSet};
+
 use crate::model::{format_number, Chart, XValue};
 
 /// Renders `chart`'s data as CSV. Rows are the distinct x values (numbers
@@ -9,19 +11,43 @@ use crate::model::{format_number, Chart, XValue};
 /// series repeats an x, the repeat goes on an extra row with the same x, so
 /// no number is lost.
 pub(crate) fn chart_csv(chart: &Chart) -> String {
-    let rows = row_keys(chart);
-    let mut out = String::new();
+    let categorical = chart.is_categorical();
+    // Per series: (x, occurrence) → y. Hash maps keep this linear in the
+    // number of points (hours of 1 s intervals).
+    let mut rows: Vec<(RowKey, &XValue)> = Vec::new();
+    let mut row_seen: HashSet<RowKey> = HashSet::new();
+    let mut columns: Vec<HashMap<RowKey, f64>> = Vec::with_capacity(chart.series.len());
+    for s in &chart.series {
+        let mut occurrences: HashMap<XKey, usize> = HashMap::new();
+        let mut column = HashMap::with_capacity(s.points.len());
+        for p in &s.points {
+            let x = XKey::of(&p.x, categorical);
+            let n = occurrences.entry(x.clone()).or_insert(0);
+            let key = (x, *n);
+            *n += 1;
+            if row_seen.insert(key.clone()) {
+                rows.push((key.clone(), &p.x));
+            }
+            column.insert(key, p.y);
+        }
+        columns.push(column);
+    }
+    if !categorical {
+        rows.sort_by(|(a, xa), (b, xb)| match (xa, xb) {
+            (XValue::Number(xa), XValue::Number(xb)) => xa.total_cmp(xb).then(a.1.cmp(&b.1)),
+            _ => std::cmp::Ordering::Equal,
+        });
+    }
+    let mut out = String::with_capacity(rows.len() * 16 * (1 + chart.series.len()));
     let header = std::iter::once(chart.x_label.as_str())
         .chain(chart.series.iter().map(|s| s.target.as_str()));
     push_record(&mut out, header.map(str::to_owned));
-    for (x, occurrence) in &rows {
-        let cells = chart.series.iter().map(|s| {
-            s.points
-                .iter()
-                .filter(|p| same_x(&p.x, x))
-                .nth(*occurrence)
-                .filter(|p| p.y.is_finite())
-                .map(|p| format_number(p.y))
+    for (key, x) in &rows {
+        let cells = columns.iter().map(|column| {
+            column
+                .get(key)
+                .filter(|y| y.is_finite())
+                .map(|y| format_number(*y))
                 .unwrap_or_default()
         });
         push_record(&mut out, std::iter::once(x.text()).chain(cells));
@@ -29,42 +55,33 @@ pub(crate) fn chart_csv(chart: &Chart) -> String {
     out
 }
 
-fn same_x(a: &XValue, b: &XValue) -> bool {
-    match (a, b) {
-        (XValue::Number(a), XValue::Number(b)) => a.total_cmp(b).is_eq(),
-        (XValue::Label(a), XValue::Label(b)) => a == b,
-        _ => a.text() == b.text(),
-    }
+/// One CSV row: an x value and which occurrence of it within a series.
+type RowKey = (XKey, usize);
+
+/// An x value made hashable: categories by their text, numbers by their bits
+/// (with -0 as 0 and every NaN alike).
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum XKey {
+    Number(u64),
+    Text(String),
 }
 
-/// Distinct (x, k) pairs: x is the k-th occurrence of that value in some series.
-fn row_keys(chart: &Chart) -> Vec<(XValue, usize)> {
-    let mut keys: Vec<(XValue, usize)> = Vec::new();
-    for s in &chart.series {
-        let mut seen: Vec<(&XValue, usize)> = Vec::new();
-        for p in &s.points {
-            let k = match seen.iter_mut().find(|(x, _)| same_x(x, &p.x)) {
-                Some((_, n)) => {
-                    *n += 1;
-                    *n - 1
-                }
-                None => {
-                    seen.push((&p.x, 1));
-                    0
-                }
-            };
-            if !keys.iter().any(|(x, j)| *j == k && same_x(x, &p.x)) {
-                keys.push((p.x.clone(), k));
+impl XKey {
+    fn of(x: &XValue, categorical: bool) -> Self {
+        match x {
+            XValue::Number(v) if !categorical => {
+                let v = if *v == 0.0 {
+                    0.0
+                } else if v.is_nan() {
+                    f64::NAN
+                } else {
+                    *v
+                };
+                XKey::Number(v.to_bits())
             }
+            x => XKey::Text(x.text()),
         }
     }
-    if !chart.is_categorical() {
-        keys.sort_by(|(a, i), (b, j)| match (a, b) {
-            (XValue::Number(a), XValue::Number(b)) => a.total_cmp(b).then(i.cmp(j)),
-            _ => std::cmp::Ordering::Equal,
-        });
-    }
-    keys
 }
 
 fn push_record(out: &mut String, cells: impl Iterator<Item = String>) {
