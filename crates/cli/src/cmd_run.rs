@@ -121,8 +121,7 @@ pub fn run(a: RunArgs) -> Result<()> {
             interval_ns: warm_ns,
             ..opts.clone()
         };
-        lab::run(&mut card, &resolved, &warm, start, &mut |_| {})?;
-        start += Nanos(warm_ns);
+        start = lab::run(&mut card, &resolved, &warm, start, &mut |_| {})?.end;
     }
     let measured = std::time::Instant::now();
     let mut result = lab::run(&mut card, &resolved, &opts, start, &mut |iv| {

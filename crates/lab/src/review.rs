@@ -271,7 +271,7 @@ impl ReviewTarget for ModelTarget {
     }
     fn run(&mut self, spec: &WorkloadSpec, opts: &RunOptions) -> Result<RunResult, ReviewError> {
         let r = run(&mut self.card, spec, opts, self.now, &mut |_| {})?;
-        self.now += Nanos(opts.duration_ns);
+        self.now = r.end;
         Ok(r)
     }
 }

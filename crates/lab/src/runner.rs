@@ -73,6 +73,10 @@ pub struct Summary {
 pub struct RunResult {
     pub summary: Summary,
     pub intervals: Vec<IntervalStats>,
+    /// When the last I/O in flight at the end of the run completed: where
+    /// the next run on the same device starts.
+    #[serde(skip)]
+    pub end: Nanos,
 }
 
 /// Writes the whole device once, sequentially, in 1 MiB I/Os at QD 32 (the
@@ -206,6 +210,7 @@ pub fn run<D: VirtualDevice>(
         intervals.push(st);
     };
 
+    let mut drained = end;
     while let Some((t, (thread, issued, is_read, len))) = queue.pop() {
         while t >= boundary && boundary <= end {
             close(
@@ -219,6 +224,13 @@ pub fn run<D: VirtualDevice>(
             boundary += interval;
         }
         if t > end {
+            // Stop issuing and let the I/Os in flight finish, as fio does at
+            // the end of a run, so the next run starts on a drained device.
+            // They completed after the window closed and are not counted.
+            drained = t;
+            while let Some((t, _)) = queue.pop() {
+                drained = drained.max(t);
+            }
             break;
         }
         window.lat.record((t - issued).0);
@@ -262,6 +274,7 @@ pub fn run<D: VirtualDevice>(
             erases: s.erases - base_stats.erases,
         },
         intervals,
+        end: drained,
     })
 }
 

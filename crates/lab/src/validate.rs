@@ -109,7 +109,7 @@ pub fn precondition_steady(
     while t - start < Nanos(o.max_precondition_ns) {
         let seed = o.seed.wrapping_add(rounds_iops.len() as u64);
         let r = run(card, spec, &opts(16, 16, o.round_ns, seed), t, &mut |_| {})?;
-        t += Nanos(o.round_ns);
+        t = r.end;
         rounds_iops.push(r.summary.totals.iops);
         rounds_lat.push(r.summary.totals.lat_avg_us);
         let written = card.stats().host_bytes_written - before;
@@ -143,7 +143,8 @@ fn measure(
         t,
         &mut |_| {},
     )?;
-    Ok((r, t + Nanos(o.window_ns)))
+    let end = r.end;
+    Ok((r, end))
 }
 
 /// A fresh card, filled, then one short measurement.

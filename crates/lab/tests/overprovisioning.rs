@@ -30,12 +30,11 @@ fn steady(format: Format) -> Outcome {
     // write about three device capacities, then measure
     let cap = card.capacity_bytes() as f64;
     let warm_s = (3.0 * cap / 4096.0 / 60_000.0).ceil() as u64;
-    run(&mut card, &w, &o(warm_s), t, &mut |_| {}).unwrap();
-    let t = t + Nanos::from_secs(warm_s);
+    let t = run(&mut card, &w, &o(warm_s), t, &mut |_| {}).unwrap().end;
     let m = run(&mut card, &w, &o(30), t, &mut |_| {}).unwrap();
-    let t = t + Nanos::from_secs(30);
+    let t = m.end;
     let r = Profile::by_name("4k-randread").unwrap().spec();
-    let rr = run(&mut card, &r, &o(5), t + Nanos::from_secs(1), &mut |_| {}).unwrap();
+    let rr = run(&mut card, &r, &o(5), t, &mut |_| {}).unwrap();
     Outcome {
         wa: m.summary.totals.write_amplification,
         write_iops: m.summary.totals.iops,
