@@ -259,7 +259,8 @@ fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     if hi_decade <= lo_decade {
         hi_decade = lo_decade + 1.0;
     }
-    (10f64.powf(lo_decade), 10f64.powf(hi_decade))
+    // A hair beyond the decades, so float rounding keeps their ticks inside.
+    (10f64.powf(lo_decade) * 0.999, 10f64.powf(hi_decade) * 1.001)
 }
 
 fn draw_plot<Y>(
@@ -285,7 +286,9 @@ where
         .map_err(err)?;
 
     let x_format = |v: &f64| format_tick(*v, x_hi - x_lo, chart.x_format);
-    let y_format = |v: &f64| format_tick(*v, y_hi - y_lo, chart.y_format);
+    // Log ticks span decades: each needs the decimals of its own magnitude.
+    let y_span = |v: f64| if chart.log_y { v } else { y_hi - y_lo };
+    let y_format = |v: &f64| format_tick(*v, y_span(*v), chart.y_format);
     let mut mesh = ctx.configure_mesh();
     mesh.x_desc(chart.x_label.as_str())
         .y_desc(chart.y_label.as_str())
@@ -568,8 +571,10 @@ mod tests {
         assert_eq!(numeric_range(std::iter::empty()), (0.0, 1.0));
         assert_eq!(numeric_range([4.0].into_iter()), (2.0, 6.0));
         assert_eq!(linear_y_range([0.0, 0.0].into_iter()), (0.0, 1.0));
-        assert_eq!(log_range([5.0].into_iter()), (1.0, 10.0));
-        assert_eq!(log_range([0.3, 250.0].into_iter()), (0.1, 1000.0));
+        let (lo, hi) = log_range([5.0].into_iter());
+        assert!((lo - 0.999).abs() < 1e-12 && (hi - 10.01).abs() < 1e-9);
+        let (lo, hi) = log_range([0.3, 250.0].into_iter());
+        assert!((lo - 0.0999).abs() < 1e-12 && (hi - 1001.0).abs() < 1e-9);
     }
 
     #[test]

@@ -301,6 +301,14 @@ fn awkward_data_renders_without_panicking() {
         Series::numeric(B, [(5.0, 5.0)]),
         Series::numeric("unknown-target", []),
     ];
+    let mut small_log = Chart::line(
+        "small-log",
+        "log",
+        "x",
+        "y",
+        vec![Series::numeric(A, [(1.0, 0.03), (2.0, 250.0)])],
+    );
+    small_log.log_y = true;
     let mut log_chart = Chart::line("log", "log", "x", "y", nasty.clone());
     log_chart.log_y = true;
     let mut log_bars = Chart::bars("log-bars", "log bars", "x", "y", nasty.clone());
@@ -317,6 +325,7 @@ fn awkward_data_renders_without_panicking() {
         charts: vec![
             Chart::line("nasty", "nasty", "x", "y", nasty.clone()),
             log_chart,
+            small_log,
             Chart::bars("numeric-bars", "bars over numbers", "x", "y", nasty),
             log_bars,
             Chart::line("empty", "no series", "x", "y", vec![]),
@@ -359,6 +368,14 @@ fn awkward_data_renders_without_panicking() {
     assert!(series.points[0].y.is_nan() && series.points[1].y.is_nan());
     assert!(matches!(series.points[2].x, XValue::Number(x) if x.is_nan()));
     assert_eq!(series.points[3].y, -1.0);
+    // A log axis from 0.1: small decades keep their decimals.
+    let log_svg = read(&dir.0.join("charts/small-log.svg"));
+    assert!(
+        ["\n0.01\n", "\n0.1\n", "\n100\n", "\n1000\n"]
+            .iter()
+            .all(|t| log_svg.contains(t)),
+        "log ticks"
+    );
     let csv = read(&dir.0.join("csv/nasty.csv"));
     assert_eq!(
         csv,
