@@ -57,7 +57,7 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
 }
 
-pub const CSV_HEADER: &str = "t_s,ios,iops,read_iops,write_iops,mb_per_s,lat_avg_us,lat_max_us,lat_stddev_us,lat_p50_us,lat_p99_us,lat_p999_us,lat_p9999_us,write_amplification,gc_pages_moved";
+pub const CSV_HEADER: &str = "t_s,ios,iops,read_iops,write_iops,mb_per_s,lat_avg_us,lat_max_us,lat_stddev_us,lat_p50_us,lat_p95_us,lat_p99_us,lat_p999_us,lat_p9999_us,write_amplification,gc_pages_moved";
 
 pub fn write_csv(path: &Path, intervals: &[IntervalStats]) -> Result<()> {
     let mut out = String::with_capacity(64 + intervals.len() * 160);
@@ -65,7 +65,7 @@ pub fn write_csv(path: &Path, intervals: &[IntervalStats]) -> Result<()> {
     out.push('\n');
     for i in intervals {
         out.push_str(&format!(
-            "{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.4},{}\n",
+            "{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.4},{}\n",
             i.t_s,
             i.ios,
             i.iops,
@@ -76,6 +76,7 @@ pub fn write_csv(path: &Path, intervals: &[IntervalStats]) -> Result<()> {
             i.lat_max_us,
             i.lat_stddev_us,
             i.lat_p50_us,
+            i.lat_p95_us,
             i.lat_p99_us,
             i.lat_p999_us,
             i.lat_p9999_us,

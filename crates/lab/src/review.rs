@@ -500,10 +500,10 @@ fn push(
     test: &str,
     x: f64,
     x_label: &str,
-    threads: u32,
-    qd: u32,
+    o: &RunOptions,
     r: RunResult,
 ) {
+    let (threads, qd) = (o.threads, o.queue_depth);
     ctx.result.ios += r.summary.totals.ios;
     ctx.result.tests.push(TestPoint {
         group: group.into(),
@@ -524,26 +524,28 @@ fn standard_tests(target: &mut dyn ReviewTarget, ctx: &mut Ctx) -> Result<(), Re
     target.purge_and_fill()?;
     for name in ["seq-2m-read", "seq-2m-write", "2m-randread", "2m-randwrite"] {
         (ctx.progress)(&format!("standard: {name}"));
-        let r = target.run(&profile_spec(name), &window(ctx, 4, 8, 1))?;
-        push(ctx, "2m-bandwidth", name, 0.0, "test", 4, 8, r);
+        let o = window(ctx, 4, 8, 1);
+        let r = target.run(&profile_spec(name), &o)?;
+        push(ctx, "2m-bandwidth", name, 0.0, "test", &o, r);
     }
     for name in ["4k-randread", "4k-randwrite"] {
         (ctx.progress)(&format!("standard: {name} 4 workers x QD 1"));
-        let r = target.run(&profile_spec(name), &window(ctx, 4, 1, 2))?;
-        push(ctx, "4k-qd1", name, 1.0, "QD per worker", 4, 1, r);
+        let o = window(ctx, 4, 1, 2);
+        let r = target.run(&profile_spec(name), &o)?;
+        push(ctx, "4k-qd1", name, 1.0, "QD per worker", &o, r);
     }
     for name in ["4k-randread", "4k-randwrite"] {
         for qd in [1u32, 2, 4, 8, 16, 32, 64] {
             (ctx.progress)(&format!("standard: ramp {name} QD {qd}"));
-            let r = target.run(&profile_spec(name), &window(ctx, 4, qd, qd as u64))?;
+            let o = window(ctx, 4, qd, qd as u64);
+            let r = target.run(&profile_spec(name), &o)?;
             push(
                 ctx,
                 &format!("ramp-{name}"),
                 name,
                 qd as f64,
                 "QD per worker",
-                4,
-                qd,
+                &o,
                 r,
             );
         }
@@ -552,15 +554,15 @@ fn standard_tests(target: &mut dyn ReviewTarget, ctx: &mut Ctx) -> Result<(), Re
         for eff in [1u32, 2, 4, 8, 32, 64, 128, 512] {
             let (threads, qd) = if eff < 4 { (eff, 1) } else { (4, eff / 4) };
             (ctx.progress)(&format!("standard: ramp {name} effective QD {eff}"));
-            let r = target.run(&profile_spec(name), &window(ctx, threads, qd, eff as u64))?;
+            let o = window(ctx, threads, qd, eff as u64);
+            let r = target.run(&profile_spec(name), &o)?;
             push(
                 ctx,
                 &format!("ramp-{name}"),
                 name,
                 eff as f64,
                 "effective QD",
-                threads,
-                qd,
+                &o,
                 r,
             );
         }
@@ -578,17 +580,9 @@ fn standard_tests(target: &mut dyn ReviewTarget, ctx: &mut Ctx) -> Result<(), Re
     spec.trace = Some(Arc::new(trace));
     for (load, eff) in [("light", 8u32), ("heavy", 48)] {
         (ctx.progress)(&format!("standard: mail-server trace, {load} (QD {eff})"));
-        let r = target.run(&spec, &window(ctx, 1, eff, 7))?;
-        push(
-            ctx,
-            "mail-trace",
-            load,
-            eff as f64,
-            "effective QD",
-            1,
-            eff,
-            r,
-        );
+        let o = window(ctx, 1, eff, 7);
+        let r = target.run(&spec, &o)?;
+        push(ctx, "mail-trace", load, eff as f64, "effective QD", &o, r);
     }
     Ok(())
 }
@@ -615,9 +609,10 @@ fn sysbench_tests(target: &mut dyn ReviewTarget, ctx: &mut Ctx) -> Result<(), Re
                 let mut spec = WorkloadSpec::from_rw(rw, mix).expect("valid rw");
                 spec.block_sizes = BlockSizes::Fixed((16 << 10).max(sector));
                 spec.size = Some(size);
-                let r = target.run(&spec, &window(ctx, threads, 1, threads as u64))?;
+                let o = window(ctx, threads, 1, threads as u64);
+                let r = target.run(&spec, &o)?;
                 let group = format!("sysbench-{mode}-file{:.0}", frac * 100.0);
-                push(ctx, &group, mode, threads as f64, "threads", threads, 1, r);
+                push(ctx, &group, mode, threads as f64, "threads", &o, r);
             }
         }
     }
@@ -635,8 +630,9 @@ fn ioanalyzer_tests(target: &mut dyn ReviewTarget, ctx: &mut Ctx) -> Result<(), 
         (ctx.progress)(&format!("I/O Analyzer: {name}"));
         let mut spec = WorkloadSpec::from_rw(rw, mix).expect("valid rw");
         spec.block_sizes = BlockSizes::Fixed(bs.max(sector));
-        let r = target.run(&spec, &window(ctx, 1, 32, bs))?;
-        push(ctx, "ioanalyzer", name, bs as f64, "block bytes", 1, 32, r);
+        let o = window(ctx, 1, 32, bs);
+        let r = target.run(&spec, &o)?;
+        push(ctx, "ioanalyzer", name, bs as f64, "block bytes", &o, r);
     }
     Ok(())
 }

@@ -96,6 +96,8 @@ pub struct IntervalStats {
     pub lat_max_us: f64,
     pub lat_stddev_us: f64,
     pub lat_p50_us: f64,
+    /// sysbench reports the 95th percentile.
+    pub lat_p95_us: f64,
     pub lat_p99_us: f64,
     pub lat_p999_us: f64,
     pub lat_p9999_us: f64,
@@ -127,6 +129,7 @@ impl IntervalStats {
             lat_max_us: lat.max_us(),
             lat_stddev_us: lat.stddev_us(),
             lat_p50_us: lat.percentile_us(0.50),
+            lat_p95_us: lat.percentile_us(0.95),
             lat_p99_us: lat.percentile_us(0.99),
             lat_p999_us: lat.percentile_us(0.999),
             lat_p9999_us: lat.percentile_us(0.9999),
