@@ -147,7 +147,8 @@ pub enum XValue {
     Label(String),
 }
 
-/// A vertical line across a chart at `x`, in `target`'s colour.
+/// A dashed vertical line across a chart at `x`, in `target`'s colour; its
+/// label is shown in the legend (e.g. "steady state (stock)").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Marker {
     pub target: String,
