@@ -5,7 +5,7 @@
 //!   e.g. rt_run file:/dev/shm/x:1G randread 4k 4 16 5
 
 use lab::RunOptions;
-use realtime::{DirectMode, EngineChoice, RealTarget, Target};
+use realtime::{DirectMode, EngineChoice, EngineOptions, RealTarget, Target};
 use workload::{units::parse_size, BlockSizes, WorkloadSpec};
 
 fn main() {
@@ -39,7 +39,7 @@ fn real_main() -> Result<(), Box<dyn std::error::Error>> {
         interval_ns: 1_000_000_000,
         seed: 1,
     };
-    let r = rt.run(&spec, &opts, EngineChoice::Auto, &mut |_| {})?;
+    let r = rt.run(&spec, &opts, &EngineOptions::default(), &mut |_| {})?;
     let t = &r.result.summary.totals;
     println!(
         "{{\"iops\":{:.1},\"lat_avg_us\":{:.2},\"lat_p99_us\":{:.2},\"engine\":\"{:?}\",\"direct\":{},\"notes\":{:?}}}",

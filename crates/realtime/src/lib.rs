@@ -34,7 +34,7 @@ mod engine;
 mod error;
 mod target;
 
-pub use engine::{EngineChoice, EngineKind};
+pub use engine::{EngineChoice, EngineKind, EngineOptions};
 pub use error::RealtimeError;
 pub use target::{DirectMode, RealTarget, Target};
 
@@ -132,7 +132,9 @@ pub fn run(
     on_interval: &mut dyn FnMut(&IntervalStats),
 ) -> Result<RunResult, RealtimeError> {
     let rt = RealTarget::open(target, DirectMode::Auto)?;
-    Ok(rt.run(spec, opts, EngineChoice::Auto, on_interval)?.result)
+    Ok(rt
+        .run(spec, opts, &EngineOptions::default(), on_interval)?
+        .result)
 }
 
 /// Opens `target` and writes all of it once, sequentially (1 MiB I/Os at
@@ -155,7 +157,7 @@ impl RealTarget {
         &self,
         spec: &WorkloadSpec,
         opts: &RunOptions,
-        engine: EngineChoice,
+        engine: &EngineOptions,
         on_interval: &mut dyn FnMut(&IntervalStats),
     ) -> Result<RealRun, RealtimeError> {
         opts.validate()?;
@@ -166,7 +168,7 @@ impl RealTarget {
                 "block size {max_block} is above the {MAX_BLOCK_BYTES}-byte limit"
             )));
         }
-        let (kind, note) = engine::pick(engine)?;
+        let (kind, note) = engine::pick(engine.engine)?;
         let qd = opts.queue_depth as usize;
         let workers = match kind {
             EngineKind::IoUring => opts.threads as usize,
@@ -189,8 +191,9 @@ impl RealTarget {
             .collect();
         let data: Vec<Prng> = (0..workers).map(|_| master.fork()).collect();
         let started = Instant::now();
+        let batch = engine.submit_batch as usize;
         let result = self.drive(
-            kind,
+            (kind, batch),
             qd,
             max_block as usize,
             sources,
@@ -219,7 +222,7 @@ impl RealTarget {
     #[allow(clippy::too_many_arguments)]
     fn drive(
         &self,
-        kind: EngineKind,
+        (kind, batch): (EngineKind, usize),
         qd: usize,
         buf_bytes: usize,
         sources: Vec<GenSource>,
@@ -264,7 +267,7 @@ impl RealTarget {
                             stop.store(true, std::sync::atomic::Ordering::Relaxed);
                             Err(e)
                         }
-                        Ok(Setup::Uring(u)) => u.run(fd, &mut src, &mut meter, clock, stop),
+                        Ok(Setup::Uring(u)) => u.run(fd, batch, &mut src, &mut meter, clock, stop),
                         Ok(Setup::Sync(b)) => {
                             sync_worker(file, b, &mut src, &mut meter, clock, stop)
                         }
@@ -314,7 +317,14 @@ impl RealTarget {
         let r = match kind {
             EngineKind::IoUring => {
                 let w = UringWorker::new(32, block as usize, self.mem_align_bytes(), &mut data)?;
-                w.run(self.file.as_raw_fd(), &mut src, &mut meter, clock, &stop)
+                w.run(
+                    self.file.as_raw_fd(),
+                    32,
+                    &mut src,
+                    &mut meter,
+                    clock,
+                    &stop,
+                )
             }
             EngineKind::Sync => {
                 let mut b = AlignedBuf::new(block as usize, self.mem_align_bytes());
