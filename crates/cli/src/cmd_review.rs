@@ -135,7 +135,7 @@ pub fn review(a: ReviewArgs) -> Result<()> {
         plan: &plan,
         targets: &results,
     };
-    crate::output::write_json(&a.out.join("results.json"), &all)?;
+    crate::output::write_json(&a.out.join("lab_results.json"), &all)?;
     crate::review_report::render(&a.out, &plan, &results)?;
     if !a.quiet {
         print_summary(&results, &a.out, wall_s);

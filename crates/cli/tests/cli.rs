@@ -193,3 +193,114 @@ fn bad_input_is_one_clear_line() {
         );
     }
 }
+
+/// `vsl review --quick` of two targets: the HTML references every chart,
+/// each chart file is non-trivial, results.json holds every series plotted.
+#[test]
+fn quick_review_report_is_complete() {
+    let out = tmp("review");
+    let plan = tmp("plan.toml");
+    std::fs::write(
+        &plan,
+        "scale = 0.01\nprofiles = [\"4k-randwrite\", \"4k-randread\"]\nmatrix_threads = [2, 16]\nmatrix_qd = [2, 16]\n\
+         max_precondition = \"60s\"\nsysbench_threads = [1, 4]\nsysbench_file_fractions = [0.5]\n",
+    )
+    .unwrap();
+    let (code, stdout, err) = vsl(&[
+        "review",
+        "--quick",
+        "--plan",
+        plan.to_str().unwrap(),
+        "--target",
+        "iodrive-duo-640-mlc:stock",
+        "--target",
+        "iodrive-duo-640-mlc:hp",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{err}");
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let mut charts = 0;
+    for section in results["sections"].as_array().unwrap() {
+        for chart in section["charts"].as_array().unwrap() {
+            charts += 1;
+            let id = chart["id"].as_str().unwrap();
+            let svg = format!("charts/{id}.svg");
+            assert!(html.contains(&svg), "index.html does not reference {svg}");
+            let bytes = std::fs::metadata(out.join(&svg))
+                .map(|m| m.len())
+                .unwrap_or(0);
+            assert!(bytes > 1024, "{svg} is only {bytes} bytes");
+            let series = chart["series"].as_array().unwrap();
+            assert_eq!(series.len(), 2, "{id}: one series per target");
+            for s in series {
+                assert!(
+                    !s["points"].as_array().unwrap().is_empty(),
+                    "{id}: empty series {}",
+                    s["target"]
+                );
+            }
+            assert!(out.join(format!("csv/{id}.csv")).exists(), "{id}: no CSV");
+        }
+    }
+    // 4K write: 4 preconditioning + 4 matrix charts; 4K read (reused state):
+    // 4 matrix; standard: 1 + 3 + 4 ramps x 2 + 2; sysbench: 5 modes x 1
+    // file size x 2; I/O Analyzer: 2.
+    assert_eq!(charts, 8 + 4 + 14 + 10 + 2);
+    for section in [
+        "profile-4k-randwrite",
+        "profile-4k-randread",
+        "standard",
+        "sysbench",
+        "ioanalyzer",
+    ] {
+        assert!(
+            html.contains(&format!("id=\"{section}\"")),
+            "no section {section}"
+        );
+    }
+}
+
+#[test]
+fn review_bad_input_is_one_line() {
+    let out = tmp("review-bad");
+    let o = out.to_str().unwrap();
+    for (args, needle) in [
+        (
+            vec!["review", "--quick", "--target", "iodrive-9000", "--out", o],
+            "unknown target",
+        ),
+        (vec!["review", "--quick", "--out", o], "no targets"),
+        (
+            vec![
+                "review",
+                "--quick",
+                "--plan",
+                "/nonexistent/plan.toml",
+                "--target",
+                "iodrive-duo-640-mlc",
+                "--out",
+                o,
+            ],
+            "cannot read plan",
+        ),
+        (
+            vec![
+                "review",
+                "--quick",
+                "--target",
+                "iodrive-duo-640-mlc:turbo",
+                "--out",
+                o,
+            ],
+            "unknown format",
+        ),
+    ] {
+        let (code, _, err) = vsl(&args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
