@@ -1,0 +1,38 @@
+//! Stand-alone front end of the real-time card until the `vsl` binary
+//! wires `attach`, `detach` and `status` in; the tests drive it.
+
+use blockdev::cli::{run_attach, run_detach, run_status, AttachArgs, DetachArgs, StatusArgs};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "vsl-blockdev",
+    about = "Serve the modelled card as Linux block devices"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Attach a card (or --list attached ones).
+    Attach(Box<AttachArgs>),
+    /// Flush, detach and stop an attached card.
+    Detach(DetachArgs),
+    /// Live counters of attached cards.
+    Status(StatusArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Attach(a) => run_attach(*a),
+        Command::Detach(a) => run_detach(a),
+        Command::Status(a) => run_status(a),
+    };
+    if let Err(e) = result {
+        eprintln!("vsl: error: {e:#}");
+        std::process::exit(1);
+    }
+}

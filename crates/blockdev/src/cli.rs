@@ -1,0 +1,460 @@
+//! The command-line surface of real-time serving, for the `vsl` binary to
+//! flatten in: [`AttachArgs`] / [`run_attach`] (`vsl attach`, `vsl attach
+//! --list`), [`DetachArgs`] / [`run_detach`] (`vsl detach`) and
+//! [`StatusArgs`] / [`run_status`] (`vsl status`).
+
+use crate::daemon::{
+    self, control, device_busy, list_states, mounted_at, name_for_store, AttachState, Daemon,
+    DaemonConfig,
+};
+use crate::engine::Timing;
+use crate::status::StatusReport;
+use crate::store::{CardSpec, Store, StoreHeader};
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use device::{Card, CardConfig, Format, MemberSel, Preset};
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use workload::units::{parse_percent, parse_size};
+
+/// `vsl attach`: serve a modelled card as Linux block devices.
+#[derive(Args, Debug, Clone)]
+pub struct AttachArgs {
+    /// Directory holding the card's data (created on first attach).
+    #[arg(long, required_unless_present = "list")]
+    pub store: Option<PathBuf>,
+    /// List what is attached instead.
+    #[arg(long)]
+    pub list: bool,
+    /// Device preset (see `vsl devices`). Default: the store's, or iodrive-duo-640-mlc.
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Low-level format: stock, hp, improved-write or max-write.
+    #[arg(long, conflicts_with_all = ["capacity", "overprovision"])]
+    pub format: Option<String>,
+    /// Formatted capacity of each ioMemory device, e.g. 16G (instead of --format).
+    #[arg(long, allow_hyphen_values = true)]
+    pub capacity: Option<String>,
+    /// Over-provisioning as a percentage of the usable NAND (instead of --format).
+    #[arg(long, allow_hyphen_values = true)]
+    pub overprovision: Option<String>,
+    /// Logical sector size: 512 or 4096.
+    #[arg(long)]
+    pub sector_size: Option<String>,
+    /// ioMemory device(s) of a Duo to serve: 0, 1 or all (one block device each).
+    #[arg(long)]
+    pub member: Option<String>,
+    /// Keep this fraction of each device's erase blocks (capacity shrinks;
+    /// parallelism and timing stay).
+    #[arg(long, allow_hyphen_values = true)]
+    pub scale: Option<String>,
+    /// Garbage-collection victim selection: greedy or cost-benefit.
+    #[arg(long)]
+    pub gc_policy: Option<String>,
+    /// model: every I/O completes no earlier than the model says;
+    /// none: serve at full emulator speed.
+    #[arg(long, default_value = "model")]
+    pub timing: String,
+    /// FUSE worker threads.
+    #[arg(long, default_value_t = 4)]
+    pub threads: usize,
+    /// Stay in the foreground (Ctrl-C detaches) instead of daemonizing.
+    #[arg(long)]
+    pub foreground: bool,
+}
+
+/// `vsl detach`: flush, detach and stop an attached card.
+#[derive(Args, Debug, Clone)]
+pub struct DetachArgs {
+    /// A loop device (/dev/loopN), store directory or attachment name.
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub device: Option<String>,
+    /// Detach every attached card.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// `vsl status`: live counters of attached cards.
+#[derive(Args, Debug, Clone)]
+pub struct StatusArgs {
+    /// A loop device, store directory or attachment name (default: all).
+    pub device: Option<String>,
+    /// Print the daemon's JSON report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl AttachArgs {
+    fn has_card_options(&self) -> bool {
+        self.device.is_some()
+            || self.format.is_some()
+            || self.capacity.is_some()
+            || self.overprovision.is_some()
+            || self.sector_size.is_some()
+            || self.member.is_some()
+            || self.scale.is_some()
+            || self.gc_policy.is_some()
+    }
+
+    fn card_spec(&self) -> CardSpec {
+        let d = |o: &Option<String>, v: &str| o.clone().unwrap_or_else(|| v.to_string());
+        CardSpec {
+            device: d(&self.device, "iodrive-duo-640-mlc"),
+            format: d(&self.format, "stock"),
+            capacity: self.capacity.clone(),
+            overprovision: self.overprovision.clone(),
+            sector_size: d(&self.sector_size, "4096"),
+            member: d(&self.member, "all"),
+            scale: d(&self.scale, "1"),
+            gc_policy: d(&self.gc_policy, "greedy"),
+        }
+    }
+}
+
+/// The card configuration of a [`CardSpec`] (as `vsl run` builds it).
+pub fn card_config(a: &CardSpec) -> Result<CardConfig> {
+    let preset = Preset::by_name(&a.device).ok_or_else(|| {
+        anyhow!(
+            "unknown device '{}' (known: {})",
+            a.device,
+            Preset::names().join(", ")
+        )
+    })?;
+    let mut c = CardConfig::new(preset);
+    c.format = if let Some(cap) = &a.capacity {
+        Format::Capacity(parse_size(cap).map_err(|e| anyhow!("--capacity: {e}"))?)
+    } else if let Some(op) = &a.overprovision {
+        Format::Overprovision(parse_percent(op).map_err(|e| anyhow!("--overprovision: {e}"))?)
+    } else {
+        Format::parse(&a.format).map_err(|e| anyhow!("--format: {e}"))?
+    };
+    c.sector_bytes = match a.sector_size.as_str() {
+        "512" => 512,
+        "4096" | "4k" | "4K" => 4096,
+        s => bail!("--sector-size: {s} is not 512 or 4096"),
+    };
+    c.member = MemberSel::parse(&a.member).map_err(|e| anyhow!("--member: {e}"))?;
+    c.scale = a
+        .scale
+        .parse::<f64>()
+        .ok()
+        .filter(|s| *s > 0.0 && *s <= 1.0)
+        .ok_or_else(|| anyhow!("--scale: '{}' must be a number in (0, 1]", a.scale))?;
+    c.gc_policy = a
+        .gc_policy
+        .parse()
+        .map_err(|e: String| anyhow!("--gc-policy: {e}"))?;
+    c.track_sequence = true;
+    Ok(c)
+}
+
+/// Resolves the card and the store header it needs.
+fn resolve(a: &AttachArgs, store: &Path) -> Result<(CardConfig, StoreHeader)> {
+    let existing = Store::read_header(store)?;
+    let spec = match (&existing, a.has_card_options()) {
+        (Some(h), false) => h.card.clone(),
+        _ => a.card_spec(),
+    };
+    let card = card_config(&spec)?;
+    let members: Vec<u32> = match card.member {
+        MemberSel::All => (0..card.preset.members).collect(),
+        MemberSel::One(i) => vec![i],
+    };
+    // Builds member 0's model once to validate the format and size the store.
+    let mut one = card.clone();
+    one.member = MemberSel::One(members[0]);
+    let probe = Card::new(one)?;
+    let vsl = &probe.members[0].vsl;
+    let header = StoreHeader::new(spec, members, vsl.config(), vsl.physical_slots());
+    Ok((card, header))
+}
+
+fn preflight() -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("vsl attach needs root (it mounts FUSE and sets up loop devices); run it with sudo");
+    }
+    if !Path::new("/dev/fuse").exists() {
+        bail!("/dev/fuse does not exist: load the fuse module (modprobe fuse) or run where FUSE is available");
+    }
+    if !Path::new("/dev/loop-control").exists() {
+        bail!("/dev/loop-control does not exist: load the loop module (modprobe loop)");
+    }
+    if std::process::Command::new("losetup")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        bail!("losetup not found: install util-linux");
+    }
+    Ok(())
+}
+
+fn timing(s: &str) -> Result<Timing> {
+    match s {
+        "model" => Ok(Timing::Model),
+        "none" => Ok(Timing::None),
+        _ => bail!("--timing: '{s}' (expected model or none)"),
+    }
+}
+
+fn print_attached(st: &AttachState) {
+    for d in &st.devices {
+        println!(
+            "{}\tioMemory device {} of {}\t{:.2} GB\t{}-byte sectors\tstore {}",
+            d.loop_device,
+            d.member,
+            st.device,
+            d.capacity_bytes as f64 / 1e9,
+            d.sector_bytes,
+            st.store.display()
+        );
+    }
+}
+
+/// `vsl attach`. Must be called while the process is single-threaded
+/// (it forks the daemon), i.e. straight from `main`.
+pub fn run_attach(a: AttachArgs) -> Result<()> {
+    if a.list {
+        return list();
+    }
+    let store = a.store.clone().expect("clap requires --store");
+    let timing = timing(&a.timing)?;
+    preflight()?;
+    std::fs::create_dir_all(&store)
+        .with_context(|| format!("creating store directory {}", store.display()))?;
+    let store = store
+        .canonicalize()
+        .with_context(|| format!("store {}", store.display()))?;
+    let name = name_for_store(&store);
+    if let Some(st) = list_states()
+        .into_iter()
+        .find(|s| s.name == name && s.alive())
+    {
+        let devs: Vec<_> = st.devices.iter().map(|d| d.loop_device.as_str()).collect();
+        bail!(
+            "store {} is already attached as {} (daemon pid {})",
+            store.display(),
+            devs.join(", "),
+            st.pid
+        );
+    }
+    let (card, header) = resolve(&a, &store)?;
+    let cfg = DaemonConfig {
+        store,
+        header,
+        card,
+        timing,
+        fuse_threads: a.threads,
+    };
+    if a.foreground {
+        let d = Daemon::start(cfg)?;
+        print_attached(d.state());
+        std::io::stdout().flush()?;
+        return d.serve();
+    }
+    daemonize(cfg)
+}
+
+/// Forks the daemon; returns once it reports its block devices (or fails).
+fn daemonize(cfg: DaemonConfig) -> Result<()> {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe writes two descriptors into the array.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("pipe");
+    }
+    // SAFETY: both descriptors were just created and are owned here.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: the caller guarantees a single-threaded process.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error()).context("fork");
+    }
+    if pid == 0 {
+        drop(rd);
+        let code = daemon_child(cfg, std::fs::File::from(wr));
+        std::process::exit(code);
+    }
+    drop(wr);
+    let mut text = String::new();
+    std::fs::File::from(rd).read_to_string(&mut text)?;
+    let mut lines = text.lines();
+    match lines.next() {
+        Some("ok") => {
+            let st: AttachState = serde_json::from_str(lines.next().unwrap_or(""))
+                .context("reading the daemon's state")?;
+            print_attached(&st);
+            Ok(())
+        }
+        Some(l) if l.starts_with("error ") => bail!("{}", &l[6..]),
+        _ => bail!("the attach daemon exited before it was ready (pid {pid})"),
+    }
+}
+
+fn daemon_child(cfg: DaemonConfig, mut ready: std::fs::File) -> i32 {
+    // SAFETY: setsid in the freshly forked child.
+    unsafe { libc::setsid() };
+    let log_dir = daemon::run_base().join(name_for_store(&cfg.store));
+    let _ = std::fs::create_dir_all(&log_dir);
+    redirect_stdio(&log_dir.join("daemon.log"));
+    match Daemon::start(cfg) {
+        Ok(d) => {
+            let st = serde_json::to_string(d.state()).unwrap_or_default();
+            let _ = writeln!(ready, "ok\n{st}");
+            drop(ready);
+            match d.serve() {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("vsl daemon: {e:#}");
+                    1
+                }
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(ready, "error {}", format!("{e:#}").replace('\n', " "));
+            1
+        }
+    }
+}
+
+fn redirect_stdio(log: &Path) {
+    use std::os::fd::AsRawFd;
+    let Ok(f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+    else {
+        return;
+    };
+    let Ok(null) = std::fs::File::open("/dev/null") else {
+        return;
+    };
+    // SAFETY: dup2 onto the standard descriptors with valid sources.
+    unsafe {
+        libc::dup2(null.as_raw_fd(), 0);
+        libc::dup2(f.as_raw_fd(), 1);
+        libc::dup2(f.as_raw_fd(), 2);
+    }
+}
+
+fn list() -> Result<()> {
+    let states = list_states();
+    if states.is_empty() {
+        println!("no card attached");
+    }
+    for st in states {
+        if st.alive() {
+            print_attached(&st);
+        } else {
+            println!(
+                "{}\tdaemon pid {} is gone (crashed?): re-attach the store to recover it",
+                st.store.display(),
+                st.pid
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The live attachments `sel` names (a loop device, store or name).
+fn select(sel: Option<&str>) -> Result<Vec<AttachState>> {
+    let all: Vec<_> = list_states().into_iter().filter(|s| s.alive()).collect();
+    let Some(sel) = sel else { return Ok(all) };
+    let store = std::fs::canonicalize(sel).ok();
+    let found: Vec<_> = all
+        .into_iter()
+        .filter(|s| {
+            s.name == sel
+                || Some(&s.store) == store.as_ref()
+                || s.devices.iter().any(|d| d.loop_device == sel)
+        })
+        .collect();
+    if found.is_empty() {
+        bail!("{sel} is not an attached openvsl device (see vsl attach --list)");
+    }
+    Ok(found)
+}
+
+/// `vsl detach`.
+pub fn run_detach(a: DetachArgs) -> Result<()> {
+    let states = select(if a.all { None } else { a.device.as_deref() })?;
+    for st in &states {
+        for d in &st.devices {
+            if let Some(m) = mounted_at(&d.loop_device) {
+                bail!("{} is mounted on {m}; unmount it first", d.loop_device);
+            }
+            if device_busy(&d.loop_device) {
+                bail!(
+                    "{} is in use (held open exclusively, e.g. by md or a mount); release it first",
+                    d.loop_device
+                );
+            }
+        }
+    }
+    for st in &states {
+        let reply = control(&st.socket, "detach")?;
+        if let Some(msg) = reply.strip_prefix("error ") {
+            bail!("{msg}");
+        }
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while st.alive() {
+            if Instant::now() > deadline {
+                bail!("daemon pid {} did not stop within 120 s", st.pid);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let devs: Vec<_> = st.devices.iter().map(|d| d.loop_device.as_str()).collect();
+        println!(
+            "detached {} (store {})",
+            devs.join(", "),
+            st.store.display()
+        );
+    }
+    Ok(())
+}
+
+/// Fetches the live report of one attachment.
+pub fn fetch_status(st: &AttachState) -> Result<StatusReport> {
+    let line = control(&st.socket, "status")?;
+    serde_json::from_str(&line).with_context(|| format!("status of {}", st.name))
+}
+
+/// `vsl status`.
+pub fn run_status(a: StatusArgs) -> Result<()> {
+    let states = select(a.device.as_deref())?;
+    if states.is_empty() {
+        println!("no card attached");
+        return Ok(());
+    }
+    let reports = states
+        .iter()
+        .map(fetch_status)
+        .collect::<Result<Vec<_>>>()?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+        return Ok(());
+    }
+    for r in &reports {
+        println!(
+            "{} ({}, timing {}, pid {}, up {:.0} s, store {})",
+            r.name, r.device, r.timing, r.pid, r.uptime_s, r.store
+        );
+        for m in &r.members {
+            let i = &m.last_interval;
+            println!(
+                "  {} ioMemory {}: last {:.1} s: read {:.0} IOPS {:.1} MB/s p50/p99 {:.0}/{:.0} us | write {:.0} IOPS {:.1} MB/s p50/p99 {:.0}/{:.0} us",
+                m.loop_device, m.member, i.seconds, i.read_iops, i.read_mb_s, i.read_latency.p50_us,
+                i.read_latency.p99_us, i.write_iops, i.write_mb_s, i.write_latency.p50_us, i.write_latency.p99_us
+            );
+            println!(
+                "    since attach: {} reads, {} writes, {} trims, {} flushes, {} errors; host written {:.2} GB, NAND programmed {:.2} GB, WA {:.2}, GC runs {}, moved {} sectors, erases {}; emulator late by {:.1} us on average",
+                m.reads, m.writes, m.trims, m.flushes, m.errors, m.host_bytes_written as f64 / 1e9,
+                m.nand_bytes_programmed as f64 / 1e9, m.write_amplification, m.gc_runs, m.gc_sectors_moved,
+                m.erases, m.emulator_late_us_mean
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,427 @@
+//! The attach daemon: opens the store, builds one [`Engine`] per ioMemory
+//! device, mounts [`CardFs`], attaches a loop device to each device file and
+//! serves a control socket (`status`, `detach`) until detached or signalled.
+//!
+//! Runtime state lives in a run directory (`/run/openvsl/<name>/`, or under
+//! `$OPENVSL_RUN_DIR`): `state.json` ([`AttachState`]), `control.sock`, the
+//! FUSE mount point `mnt/` and `daemon.log`.
+
+use crate::engine::{Engine, Timing};
+use crate::fs::{device_file_name, CardFs};
+use crate::status::Sampler;
+use crate::store::{Store, StoreHeader};
+use crate::timer::Timer;
+use anyhow::{anyhow, bail, Context, Result};
+use device::CardConfig;
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Where attachments keep their runtime state.
+pub fn run_base() -> PathBuf {
+    std::env::var_os("OPENVSL_RUN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/run/openvsl"))
+}
+
+/// One attached ioMemory device.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AttachedDevice {
+    pub member: u32,
+    pub loop_device: String,
+    pub file: PathBuf,
+    pub capacity_bytes: u64,
+    pub sector_bytes: u32,
+}
+
+/// What `state.json` records about a running daemon.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AttachState {
+    pub name: String,
+    pub pid: u32,
+    pub store: PathBuf,
+    pub device: String,
+    pub timing: Timing,
+    pub devices: Vec<AttachedDevice>,
+    pub socket: PathBuf,
+    pub mountpoint: PathBuf,
+}
+
+impl AttachState {
+    pub fn dir(&self) -> PathBuf {
+        run_base().join(&self.name)
+    }
+    pub fn alive(&self) -> bool {
+        pid_alive(self.pid)
+    }
+}
+
+pub fn pid_alive(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid as libc::pid_t, 0) == 0 }
+}
+
+/// Every attachment with a state file, live or left by a crash.
+pub fn list_states() -> Vec<AttachState> {
+    let mut out: Vec<AttachState> = std::fs::read_dir(run_base())
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let text = std::fs::read_to_string(e.ok()?.path().join("state.json")).ok()?;
+            serde_json::from_str(&text).ok()
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// The run-directory name of the attachment serving `store`.
+pub fn name_for_store(store: &Path) -> String {
+    let s: String = store
+        .to_string_lossy()
+        .trim_matches('/')
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if s.is_empty() {
+        "root".into()
+    } else {
+        s
+    }
+}
+
+/// Everything the daemon needs, resolved by the CLI.
+pub struct DaemonConfig {
+    pub store: PathBuf,
+    pub header: StoreHeader,
+    pub card: CardConfig,
+    pub timing: Timing,
+    pub fuse_threads: usize,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn install_signal_handlers() {
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGHUP, on_signal as *const () as libc::sighandler_t);
+    }
+}
+
+/// Removes what a crashed daemon of the same store left behind: its loop
+/// devices, its dead FUSE mount and its run directory.
+pub fn clean_stale(name: &str) {
+    let dir = run_base().join(name);
+    let Ok(text) = std::fs::read_to_string(dir.join("state.json")) else {
+        let _ = umount_lazy(&dir.join("mnt"));
+        return;
+    };
+    let Ok(st) = serde_json::from_str::<AttachState>(&text) else {
+        return;
+    };
+    if st.alive() {
+        return;
+    }
+    for d in &st.devices {
+        if loop_backing_file(&d.loop_device).is_some_and(|f| f.starts_with(&st.mountpoint)) {
+            let _ = Command::new("losetup")
+                .arg("-d")
+                .arg(&d.loop_device)
+                .status();
+        }
+    }
+    let _ = umount_lazy(&st.mountpoint);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn umount_lazy(p: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes())?;
+    // SAFETY: umount2 with a valid C string.
+    if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The file a loop device is bound to, if any.
+pub fn loop_backing_file(dev: &str) -> Option<PathBuf> {
+    let name = Path::new(dev).file_name()?.to_str()?;
+    let s = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")).ok()?;
+    Some(PathBuf::from(s.trim_end().trim_end_matches(" (deleted)")))
+}
+
+/// Where `dev` is mounted, if it is.
+pub fn mounted_at(dev: &str) -> Option<String> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    mounts.lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        (f.next()? == dev).then(|| f.next().unwrap_or("?").to_string())
+    })
+}
+
+/// True when something (a mount, md, an O_EXCL opener) holds `dev`.
+pub fn device_busy(dev: &str) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(dev)
+        .is_err_and(|e| e.raw_os_error() == Some(libc::EBUSY))
+}
+
+fn losetup_attach(file: &Path, sector: u32) -> Result<String> {
+    let out = Command::new("losetup")
+        .args(["--find", "--show", "--direct-io=on", "--sector-size"])
+        .arg(sector.to_string())
+        .arg(file)
+        .output()
+        .context("running losetup (install util-linux)")?;
+    if !out.status.success() {
+        bail!(
+            "losetup {}: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // The kernel may quietly fall back to buffered I/O; the issue asks for
+    // direct I/O, so say so if it did.
+    let name = dev.trim_start_matches("/dev/");
+    if let Ok(dio) = std::fs::read_to_string(format!("/sys/block/{name}/loop/dio")) {
+        if dio.trim() != "1" {
+            eprintln!("vsl: warning: {dev} runs without direct I/O");
+        }
+    }
+    Ok(dev)
+}
+
+fn losetup_detach(dev: &str) -> Result<()> {
+    let st = Command::new("losetup").arg("-d").arg(dev).status()?;
+    if !st.success() {
+        bail!("losetup -d {dev} failed");
+    }
+    Ok(())
+}
+
+/// A running attachment: mounted, looped, serving.
+pub struct Daemon {
+    state: AttachState,
+    engines: Vec<Arc<Engine>>,
+    session: Option<fuser::BackgroundSession>,
+    timer: Arc<Timer>,
+    timer_thread: Option<std::thread::JoinHandle<()>>,
+    listener: UnixListener,
+    _store: Store,
+}
+
+impl Daemon {
+    /// Opens the store, recovers, mounts and attaches. On error, undoes
+    /// what it did.
+    pub fn start(cfg: DaemonConfig) -> Result<Daemon> {
+        let name = name_for_store(&cfg.store);
+        clean_stale(&name);
+        let mut store = Store::open(&cfg.store, &cfg.header)?;
+        let epoch = Instant::now();
+        let mut engines = Vec::new();
+        for ms in std::mem::take(&mut store.members) {
+            let mut c = cfg.card.clone();
+            c.member = device::MemberSel::One(ms.member);
+            c.track_sequence = true;
+            let member = ms.member;
+            let e = Engine::open(c, ms, epoch, cfg.timing)
+                .with_context(|| format!("ioMemory device {member}"))?;
+            engines.push(Arc::new(e));
+        }
+        let dir = run_base().join(&name);
+        std::fs::create_dir_all(dir.join("mnt"))
+            .with_context(|| format!("creating {}", dir.display()))?;
+        let socket = dir.join("control.sock");
+        let _ = std::fs::remove_file(&socket);
+        let listener =
+            UnixListener::bind(&socket).with_context(|| format!("binding {}", socket.display()))?;
+        listener.set_nonblocking(true)?;
+        let (timer, timer_thread) = Timer::start();
+        let fs = CardFs::new(engines.clone(), timer.clone());
+        let mnt = dir.join("mnt");
+        let mut fcfg = fuser::Config::default();
+        fcfg.mount_options = vec![
+            fuser::MountOption::FSName(format!("openvsl:{name}")),
+            fuser::MountOption::Subtype("openvsl".into()),
+        ];
+        fcfg.n_threads = Some(cfg.fuse_threads.max(1));
+        fcfg.clone_fd = true;
+        let session = fuser::Session::new(fs, &mnt, &fcfg)
+            .and_then(|s| s.spawn())
+            .map_err(|e| anyhow!("mounting FUSE at {}: {e}", mnt.display()))?;
+        let mut state = AttachState {
+            name,
+            pid: std::process::id(),
+            store: cfg.store.clone(),
+            device: cfg.card.preset.name.to_string(),
+            timing: cfg.timing,
+            devices: Vec::new(),
+            socket,
+            mountpoint: mnt.clone(),
+        };
+        let mut d = Daemon {
+            state: state.clone(),
+            engines,
+            session: Some(session),
+            timer,
+            timer_thread: Some(timer_thread),
+            listener,
+            _store: store,
+        };
+        for e in &d.engines {
+            let file = mnt.join(device_file_name(e.member));
+            match losetup_attach(&file, e.sector_bytes()) {
+                Ok(dev) => state.devices.push(AttachedDevice {
+                    member: e.member,
+                    loop_device: dev,
+                    file,
+                    capacity_bytes: e.capacity_bytes(),
+                    sector_bytes: e.sector_bytes(),
+                }),
+                Err(err) => {
+                    d.state = state;
+                    d.shutdown();
+                    return Err(err);
+                }
+            }
+        }
+        d.state = state;
+        let text = serde_json::to_string_pretty(&d.state)?;
+        std::fs::write(dir.join("state.json"), text + "\n")?;
+        Ok(d)
+    }
+
+    pub fn state(&self) -> &AttachState {
+        &self.state
+    }
+
+    /// Serves the control socket until `detach` or a signal.
+    pub fn serve(mut self) -> Result<()> {
+        install_signal_handlers();
+        let mut sampler = Sampler::new(&self.engines);
+        let mut next_sample = Instant::now() + Duration::from_secs(1);
+        while !STOP.load(Ordering::SeqCst) {
+            if Instant::now() >= next_sample {
+                sampler.sample(&self.engines);
+                next_sample += Duration::from_secs(1);
+            }
+            match self.listener.accept() {
+                Ok((conn, _)) => {
+                    if self.handle(conn, &sampler) {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.shutdown();
+        Ok(())
+    }
+
+    /// One control request; true when it asks to detach.
+    fn handle(&mut self, conn: UnixStream, sampler: &Sampler) -> bool {
+        let _ = conn.set_nonblocking(false);
+        let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+        let mut line = String::new();
+        let mut r = BufReader::new(&conn);
+        if r.read_line(&mut line).is_err() {
+            return false;
+        }
+        let mut w = &conn;
+        match line.trim() {
+            "status" => {
+                let s = sampler.report(&self.state, &self.engines);
+                let _ = writeln!(w, "{}", serde_json::to_string(&s).unwrap_or_default());
+                false
+            }
+            "detach" => {
+                for d in &self.state.devices {
+                    if device_busy(&d.loop_device) {
+                        let at = mounted_at(&d.loop_device)
+                            .map(|m| format!("mounted on {m}"))
+                            .unwrap_or_else(|| "in use".into());
+                        let _ = writeln!(w, "error {} is {at}; unmount it first", d.loop_device);
+                        return false;
+                    }
+                }
+                let _ = writeln!(w, "ok");
+                true
+            }
+            other => {
+                let _ = writeln!(w, "error unknown command '{other}'");
+                false
+            }
+        }
+    }
+
+    /// Detaches the loop devices, flushes, unmounts and removes the state.
+    fn shutdown(&mut self) {
+        for d in &self.state.devices {
+            if let Err(e) = losetup_detach(&d.loop_device) {
+                eprintln!("vsl: {e:#}");
+            }
+        }
+        // The loop driver lets go of the file asynchronously.
+        for _ in 0..200 {
+            if self.state.devices.iter().all(|d| {
+                loop_backing_file(&d.loop_device)
+                    .is_none_or(|f| !f.starts_with(&self.state.mountpoint))
+            }) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for e in &self.engines {
+            if let Err(err) = e.flush() {
+                eprintln!("vsl: flushing ioMemory device {}: {err}", e.member);
+            }
+        }
+        if let Some(s) = self.session.take() {
+            if let Err(e) = s.umount_and_join() {
+                eprintln!("vsl: unmounting {}: {e}", self.state.mountpoint.display());
+                let _ = umount_lazy(&self.state.mountpoint);
+            }
+        }
+        self.timer.stop();
+        if let Some(h) = self.timer_thread.take() {
+            let _ = h.join();
+        }
+        let _ = std::fs::remove_dir_all(self.state.dir());
+    }
+}
+
+/// Sends one control command to a daemon and returns its reply line.
+pub fn control(socket: &Path, cmd: &str) -> Result<String> {
+    let mut s = UnixStream::connect(socket)
+        .with_context(|| format!("connecting to {}", socket.display()))?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    writeln!(s, "{cmd}")?;
+    let mut line = String::new();
+    BufReader::new(&s).read_line(&mut line)?;
+    Ok(line.trim_end().to_string())
+}

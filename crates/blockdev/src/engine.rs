@@ -1,0 +1,353 @@
+//! One ioMemory device served in real time: the modelled card (one
+//! member) with its data in a [`MemberStore`], and the wall-clock mapping
+//! of the model's completion times.
+//!
+//! Every I/O runs through [`device::Card::submit`] at virtual time
+//! "now since the epoch", exactly as the lab drives it in virtual time;
+//! the returned completion is the earliest wall time the I/O may be
+//! acknowledged ([`Timing::Model`]), or ignored ([`Timing::None`]). The data
+//! follows the model: host sectors go to the slots the FTL placed them in,
+//! GC moves copy slots and erases clear them, in the order the FTL did them,
+//! before the I/O is acknowledged.
+
+use crate::store::{MemberStore, StoreError};
+use device::{Card, CardConfig, DeviceError, IoKind, VirtualDevice};
+use ftl::{MediaEvent, Vsl};
+use hdrhistogram::Histogram;
+use sim::Nanos;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Whether I/Os wait for the model's completion time.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Timing {
+    /// Complete no earlier than the model says.
+    Model,
+    /// Complete as soon as the data is in the store.
+    None,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("recovery: {0}")]
+    Recovery(#[from] ftl::FtlError),
+}
+
+impl EngineError {
+    /// The errno a block I/O failing this way returns.
+    pub fn errno(&self) -> i32 {
+        match self {
+            EngineError::Device(DeviceError::Misaligned { .. })
+            | EngineError::Device(DeviceError::OutOfRange { .. }) => libc::EINVAL,
+            _ => libc::EIO,
+        }
+    }
+}
+
+/// Cumulative counters, read without the device lock.
+#[derive(Default)]
+pub struct Counters {
+    pub reads: AtomicU64,
+    pub writes: AtomicU64,
+    pub trims: AtomicU64,
+    pub flushes: AtomicU64,
+    pub bytes_read: AtomicU64,
+    pub bytes_written: AtomicU64,
+    pub errors: AtomicU64,
+    /// Sum over I/Os of wall completion minus model completion, ns (how
+    /// late the emulator delivers), and the I/Os it covers.
+    pub late_ns_total: AtomicU64,
+    pub late_count: AtomicU64,
+    pub latency: Mutex<Latency>,
+}
+
+/// Wall latencies (receipt to acknowledgement), ns: since attach and since
+/// the status sampler last took them.
+pub struct Latency {
+    pub read_total: Histogram<u64>,
+    pub write_total: Histogram<u64>,
+    pub read_interval: Histogram<u64>,
+    pub write_interval: Histogram<u64>,
+}
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1_000, 3_600_000_000_000, 2).expect("valid histogram bounds")
+}
+
+impl Default for Latency {
+    fn default() -> Latency {
+        Latency {
+            read_total: histogram(),
+            write_total: histogram(),
+            read_interval: histogram(),
+            write_interval: histogram(),
+        }
+    }
+}
+
+impl Counters {
+    /// Records one acknowledged I/O: `received` to `acked` on the wall,
+    /// `model` the model's completion.
+    pub fn record(&self, write: bool, received: Instant, acked: Instant, model: Instant) {
+        let ns = acked.saturating_duration_since(received).as_nanos() as u64;
+        let late = acked.saturating_duration_since(model).as_nanos() as u64;
+        self.late_ns_total.fetch_add(late, Relaxed);
+        self.late_count.fetch_add(1, Relaxed);
+        let mut l = self.latency.lock().unwrap_or_else(|p| p.into_inner());
+        let ns = ns.clamp(1_000, 3_600_000_000_000);
+        if write {
+            l.write_total.saturating_record(ns);
+            l.write_interval.saturating_record(ns);
+        } else {
+            l.read_total.saturating_record(ns);
+            l.read_interval.saturating_record(ns);
+        }
+    }
+}
+
+struct Inner {
+    card: Card,
+    events: Vec<MediaEvent>,
+    last_submit: Nanos,
+    scratch: Vec<u8>,
+    records: Vec<(u32, u64)>,
+}
+
+/// One served ioMemory device.
+pub struct Engine {
+    inner: Mutex<Inner>,
+    store: MemberStore,
+    epoch: Instant,
+    timing: Timing,
+    sector: u64,
+    capacity: u64,
+    lebs: u32,
+    pub member: u32,
+    pub counters: Counters,
+}
+
+/// When an I/O may complete.
+#[derive(Copy, Clone, Debug)]
+pub struct Completion {
+    /// Wall time of the model's completion.
+    pub at: Instant,
+}
+
+impl Engine {
+    /// Builds the member's model, recovers its map from the store and
+    /// erases the erase units recovery found free.
+    pub fn open(
+        cfg: CardConfig,
+        store: MemberStore,
+        epoch: Instant,
+        timing: Timing,
+    ) -> Result<Engine, EngineError> {
+        let mut card = Card::new(cfg)?;
+        let ftl_cfg = card.members[0].vsl.config().clone();
+        let user = ftl_cfg.user_sectors;
+        let lebs = ftl_cfg.geometry.lebs();
+        let scan = store.scan(user)?;
+        let wear = store.load_wear(lebs)?;
+        let mut vsl = Vsl::recover(ftl_cfg, &scan.records, scan.seq_max, Some(&wear))?;
+        for &leb in &scan.lebs_with_records {
+            if vsl.is_free_leb(leb) {
+                store.erase(leb)?;
+            }
+        }
+        vsl.enable_media_log();
+        card.members[0].vsl = vsl;
+        let member = store.member;
+        Ok(Engine {
+            sector: card.sector_bytes() as u64,
+            capacity: card.capacity_bytes(),
+            inner: Mutex::new(Inner {
+                card,
+                events: Vec::new(),
+                last_submit: Nanos::ZERO,
+                scratch: vec![0; 1 << 20],
+                records: Vec::new(),
+            }),
+            store,
+            epoch,
+            timing,
+            lebs,
+            member,
+            counters: Counters::default(),
+        })
+    }
+
+    pub fn capacity_bytes(&self) -> u64 {
+        self.capacity
+    }
+    pub fn sector_bytes(&self) -> u32 {
+        self.sector as u32
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding the lock is a bug; keep serving the rest.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Submits to the model at "now", never before an earlier submission.
+    fn submit(
+        &self,
+        inner: &mut Inner,
+        kind: IoKind,
+        offset: u64,
+        len: u64,
+    ) -> Result<Completion, EngineError> {
+        let now = Nanos(self.epoch.elapsed().as_nanos() as u64).max(inner.last_submit);
+        inner.last_submit = now;
+        let done = inner.card.submit(now, kind, offset, len)?;
+        Ok(Completion {
+            at: self.epoch + Duration::from_nanos(done.0),
+        })
+    }
+
+    /// Writes `data` at `offset`; returns when it may be acknowledged.
+    pub fn write(&self, offset: u64, data: &[u8]) -> Result<Completion, EngineError> {
+        let mut g = self.lock();
+        let inner = &mut *g;
+        let seq_before = inner.card.members[0].vsl.stats().host_sectors_written;
+        let done = self.submit(inner, IoKind::Write, offset, data.len() as u64)?;
+        let start = offset / self.sector;
+        let count = data.len() as u64 / self.sector;
+        let vsl = &mut inner.card.members[0].vsl;
+        vsl.drain_media_log(&mut inner.events);
+        for e in inner.events.drain(..) {
+            match e {
+                MediaEvent::Moved { from, to, lba, seq } => {
+                    let l = lba as u64;
+                    let sector = self.sector as usize;
+                    if seq > seq_before && l >= start && l < start + count {
+                        // This write's own sector, moved before we stored it.
+                        let at = (l - start) as usize * sector;
+                        self.store.write_data(to, &data[at..at + sector])?;
+                    } else {
+                        let buf = &mut inner.scratch[..sector];
+                        self.store.read_data(from, buf)?;
+                        self.store.write_data(to, buf)?;
+                    }
+                    self.store.write_oob(to, &[(lba, seq)])?;
+                }
+                MediaEvent::Erased { leb } => self.store.erase(leb)?,
+            }
+        }
+        // Host data in runs of consecutive slots: data, then its records.
+        let mut i = 0u64;
+        while i < count {
+            let psa = vsl.lookup(start + i).expect("a written sector is mapped");
+            inner.records.clear();
+            let mut n = 0u64;
+            while i + n < count && vsl.lookup(start + i + n) == Some(psa + n as u32) {
+                let l = start + i + n;
+                inner
+                    .records
+                    .push((l as u32, vsl.slot_sequence(psa + n as u32)));
+                n += 1;
+            }
+            let at = (i * self.sector) as usize;
+            self.store
+                .write_data(psa, &data[at..at + (n * self.sector) as usize])?;
+            self.store.write_oob(psa, &inner.records)?;
+            i += n;
+        }
+        drop(g);
+        self.counters.writes.fetch_add(1, Relaxed);
+        self.counters
+            .bytes_written
+            .fetch_add(data.len() as u64, Relaxed);
+        Ok(done)
+    }
+
+    /// Reads `len` bytes at `offset` into `out` (resized).
+    pub fn read(
+        &self,
+        offset: u64,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<Completion, EngineError> {
+        let mut g = self.lock();
+        let inner = &mut *g;
+        let done = self.submit(inner, IoKind::Read, offset, len)?;
+        out.clear();
+        out.resize(len as usize, 0);
+        let vsl = &inner.card.members[0].vsl;
+        let start = offset / self.sector;
+        let count = len / self.sector;
+        let mut i = 0u64;
+        while i < count {
+            let Some(psa) = vsl.lookup(start + i) else {
+                i += 1;
+                continue;
+            };
+            let mut n = 1u64;
+            while i + n < count && vsl.lookup(start + i + n) == Some(psa + n as u32) {
+                n += 1;
+            }
+            let at = (i * self.sector) as usize;
+            self.store
+                .read_data(psa, &mut out[at..at + (n * self.sector) as usize])?;
+            i += n;
+        }
+        drop(g);
+        self.counters.reads.fetch_add(1, Relaxed);
+        self.counters.bytes_read.fetch_add(len, Relaxed);
+        Ok(done)
+    }
+
+    /// Discards the whole sectors inside `offset..offset+len` (partial
+    /// sectors at the edges are left alone, as a discard may).
+    pub fn trim(&self, offset: u64, len: u64) -> Result<Completion, EngineError> {
+        let first = offset.div_ceil(self.sector) * self.sector;
+        let end = ((offset + len).min(self.capacity) / self.sector) * self.sector;
+        let mut g = self.lock();
+        let inner = &mut *g;
+        if end <= first {
+            return Ok(Completion { at: Instant::now() });
+        }
+        let done = self.submit(inner, IoKind::Trim, first, end - first)?;
+        let floor = inner.card.members[0].vsl.stats().host_sectors_written;
+        self.store
+            .trim(first / self.sector, (end - first) / self.sector, floor)?;
+        drop(g);
+        self.counters.trims.fetch_add(1, Relaxed);
+        Ok(done)
+    }
+
+    /// Flush / FUA: makes every acknowledged write durable against host
+    /// power loss too. The card itself acknowledges from a power-cut
+    /// protected buffer, so the model charges no time for it.
+    pub fn flush(&self) -> Result<(), EngineError> {
+        let wear = {
+            let g = self.lock();
+            g.card.members[0].vsl.nand.erase_counts().to_vec()
+        };
+        debug_assert_eq!(wear.len(), self.lebs as usize);
+        self.store.save_wear(&wear)?;
+        self.store.sync()?;
+        self.counters.flushes.fetch_add(1, Relaxed);
+        Ok(())
+    }
+
+    /// How long to wait before acknowledging an I/O that completes at `c`.
+    pub fn wait_for(&self, c: Completion) -> Option<Instant> {
+        match self.timing {
+            Timing::Model => Some(c.at),
+            Timing::None => None,
+        }
+    }
+
+    /// Model counters of the device (WA, GC, NAND bytes).
+    pub fn model_stats(&self) -> (device::DeviceStats, ftl::FtlStats) {
+        let g = self.lock();
+        (g.card.stats(), g.card.members[0].vsl.stats())
+    }
+}

@@ -1,0 +1,30 @@
+//! Real-time serving of the modelled card: `vsl attach` puts the same FTL
+//! and NAND model that runs in virtual time behind real Linux block devices.
+//!
+//! - [`store::Store`]: the on-disk store — user data by physical NAND slot
+//!   (so garbage collection really moves it), out-of-band records, trims,
+//!   wear; versioned and checked against the card on open.
+//! - [`engine::Engine`]: one ioMemory device: the model, its store, and the
+//!   mapping of the model's completion times onto wall time
+//!   ([`engine::Timing`]); recovers the map from the store on open.
+//! - [`timer::Timer`]: acknowledges I/Os at their completion time.
+//! - [`fs::CardFs`]: the FUSE filesystem with one direct-I/O device file per
+//!   ioMemory device.
+//! - [`daemon::Daemon`]: mounts, attaches loop devices, serves the control
+//!   socket; [`status::StatusReport`] is what `status` returns.
+//! - [`cli`]: the `attach` / `detach` / `status` arguments and commands for
+//!   the `vsl` binary.
+//!
+//! Durability: data and its out-of-band record are written to the store
+//! (the host page cache) before an I/O is acknowledged, so a `kill -9` of
+//! the daemon loses no acknowledged write; flush and FUA reach the store
+//! as `fdatasync`. The model below this crate stays deterministic; wall
+//! time is read only here.
+
+pub mod cli;
+pub mod daemon;
+pub mod engine;
+pub mod fs;
+pub mod status;
+pub mod store;
+pub mod timer;

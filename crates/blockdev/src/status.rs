@@ -1,0 +1,238 @@
+//! Live counters: [`Sampler`] turns the engines' cumulative counters into
+//! per-second rates and latency percentiles, and [`StatusReport`] is what the
+//! control socket's `status` command returns (JSON) for `vsl status` and the
+//! dashboard.
+
+use crate::daemon::AttachState;
+use crate::engine::Engine;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Latency percentiles, µs.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Percentiles {
+    pub count: u64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+}
+
+impl Percentiles {
+    fn of(h: &Histogram<u64>) -> Percentiles {
+        if h.is_empty() {
+            return Percentiles::default();
+        }
+        let us = |ns: u64| ns as f64 / 1e3;
+        Percentiles {
+            count: h.len(),
+            mean_us: h.mean() / 1e3,
+            p50_us: us(h.value_at_quantile(0.50)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            p999_us: us(h.value_at_quantile(0.999)),
+            max_us: us(h.max()),
+        }
+    }
+}
+
+/// Rates over the last sampling interval.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Interval {
+    pub seconds: f64,
+    pub read_iops: f64,
+    pub write_iops: f64,
+    pub read_mb_s: f64,
+    pub write_mb_s: f64,
+    pub read_latency: Percentiles,
+    pub write_latency: Percentiles,
+}
+
+/// One ioMemory device's live state.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct MemberStatus {
+    pub member: u32,
+    pub loop_device: String,
+    pub capacity_bytes: u64,
+    pub sector_bytes: u32,
+    pub last_interval: Interval,
+    pub reads: u64,
+    pub writes: u64,
+    pub trims: u64,
+    pub flushes: u64,
+    pub errors: u64,
+    pub host_bytes_read: u64,
+    pub host_bytes_written: u64,
+    pub nand_bytes_programmed: u64,
+    pub nand_bytes_read: u64,
+    /// Write amplification of the writes since attach.
+    pub write_amplification: f64,
+    pub gc_runs: u64,
+    pub gc_sectors_moved: u64,
+    pub erases: u64,
+    pub host_ram_bytes: u64,
+    /// Host sectors written over the device's life (the OOB sequence).
+    pub lifetime_host_sectors_written: u64,
+    pub read_latency: Percentiles,
+    pub write_latency: Percentiles,
+    /// Mean of (wall acknowledgement − model completion): what the
+    /// emulator adds on top of the model's latency.
+    pub emulator_late_us_mean: f64,
+}
+
+/// What `status` returns.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StatusReport {
+    pub name: String,
+    pub pid: u32,
+    pub store: String,
+    pub device: String,
+    pub timing: String,
+    pub uptime_s: f64,
+    pub members: Vec<MemberStatus>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Snap {
+    reads: u64,
+    writes: u64,
+    bytes_read: u64,
+    bytes_written: u64,
+}
+
+/// Keeps the previous snapshot of each engine.
+pub struct Sampler {
+    started: Instant,
+    at: Instant,
+    prev: Vec<Snap>,
+    last: Vec<Interval>,
+    base_host: Vec<u64>,
+    base_moved: Vec<u64>,
+}
+
+fn snap(e: &Engine) -> Snap {
+    let c = &e.counters;
+    Snap {
+        reads: c.reads.load(Relaxed),
+        writes: c.writes.load(Relaxed),
+        bytes_read: c.bytes_read.load(Relaxed),
+        bytes_written: c.bytes_written.load(Relaxed),
+    }
+}
+
+impl Sampler {
+    pub fn new(engines: &[Arc<Engine>]) -> Sampler {
+        let (mut base_host, mut base_moved) = (Vec::new(), Vec::new());
+        for e in engines {
+            let (_, f) = e.model_stats();
+            base_host.push(f.host_sectors_written);
+            base_moved.push(f.gc_sectors_moved);
+        }
+        Sampler {
+            started: Instant::now(),
+            at: Instant::now(),
+            prev: engines.iter().map(|e| snap(e)).collect(),
+            last: vec![Interval::default(); engines.len()],
+            base_host,
+            base_moved,
+        }
+    }
+
+    /// Closes the current interval.
+    pub fn sample(&mut self, engines: &[Arc<Engine>]) {
+        let now = Instant::now();
+        let secs = now.duration_since(self.at).as_secs_f64().max(1e-9);
+        self.at = now;
+        for (i, e) in engines.iter().enumerate() {
+            let s = snap(e);
+            let p = self.prev[i];
+            let (rl, wl) = {
+                let mut l = e.counters.latency.lock().unwrap_or_else(|p| p.into_inner());
+                let r = Percentiles::of(&l.read_interval);
+                let w = Percentiles::of(&l.write_interval);
+                l.read_interval.reset();
+                l.write_interval.reset();
+                (r, w)
+            };
+            self.last[i] = Interval {
+                seconds: secs,
+                read_iops: (s.reads - p.reads) as f64 / secs,
+                write_iops: (s.writes - p.writes) as f64 / secs,
+                read_mb_s: (s.bytes_read - p.bytes_read) as f64 / secs / 1e6,
+                write_mb_s: (s.bytes_written - p.bytes_written) as f64 / secs / 1e6,
+                read_latency: rl,
+                write_latency: wl,
+            };
+            self.prev[i] = s;
+        }
+    }
+
+    pub fn report(&self, st: &AttachState, engines: &[Arc<Engine>]) -> StatusReport {
+        let members = engines
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let (d, f) = e.model_stats();
+                let c = &e.counters;
+                let host = f.host_sectors_written - self.base_host[i];
+                let moved = f.gc_sectors_moved - self.base_moved[i];
+                let (rl, wl) = {
+                    let l = c.latency.lock().unwrap_or_else(|p| p.into_inner());
+                    (
+                        Percentiles::of(&l.read_total),
+                        Percentiles::of(&l.write_total),
+                    )
+                };
+                let late_n = c.late_count.load(Relaxed).max(1);
+                MemberStatus {
+                    member: e.member,
+                    loop_device: st
+                        .devices
+                        .iter()
+                        .find(|d| d.member == e.member)
+                        .map(|d| d.loop_device.clone())
+                        .unwrap_or_default(),
+                    capacity_bytes: e.capacity_bytes(),
+                    sector_bytes: e.sector_bytes(),
+                    last_interval: self.last[i].clone(),
+                    reads: c.reads.load(Relaxed),
+                    writes: c.writes.load(Relaxed),
+                    trims: c.trims.load(Relaxed),
+                    flushes: c.flushes.load(Relaxed),
+                    errors: c.errors.load(Relaxed),
+                    host_bytes_read: c.bytes_read.load(Relaxed),
+                    host_bytes_written: c.bytes_written.load(Relaxed),
+                    nand_bytes_programmed: d.nand_bytes_programmed,
+                    nand_bytes_read: d.nand_bytes_read,
+                    write_amplification: if host == 0 {
+                        0.0
+                    } else {
+                        (host + moved) as f64 / host as f64
+                    },
+                    gc_runs: d.gc_runs,
+                    gc_sectors_moved: d.gc_sectors_moved,
+                    erases: d.erases,
+                    host_ram_bytes: d.host_ram_bytes,
+                    lifetime_host_sectors_written: f.host_sectors_written,
+                    read_latency: rl,
+                    write_latency: wl,
+                    emulator_late_us_mean: c.late_ns_total.load(Relaxed) as f64
+                        / late_n as f64
+                        / 1e3,
+                }
+            })
+            .collect();
+        StatusReport {
+            name: st.name.clone(),
+            pid: st.pid,
+            store: st.store.display().to_string(),
+            device: st.device.clone(),
+            timing: format!("{:?}", st.timing).to_lowercase(),
+            uptime_s: self.started.elapsed().as_secs_f64(),
+            members,
+        }
+    }
+}

@@ -1,0 +1,635 @@
+//! The on-disk store: user data by physical NAND slot, one out-of-band
+//! record per slot, per-sector trim floors and per-erase-unit wear.
+//!
+//! A store is a directory:
+//!
+//! | file | content |
+//! |---|---|
+//! | `store.json` | [`StoreHeader`]: format version, card, geometry |
+//! | `lock` | `flock`ed by the daemon that serves the store; holds its pid |
+//! | `member<N>.data` | `physical_slots × sector` bytes (sparse): slot `psa` at `psa × sector` |
+//! | `member<N>.oob` | 16 bytes per slot: logical sector (u32), check (u32), sequence (u64); all zero = erased |
+//! | `member<N>.trim` | 8 bytes per logical sector: host sectors written when it was last trimmed |
+//! | `member<N>.wear` | 4 bytes per erase unit: erase count (saved on flush and detach) |
+//!
+//! Every write to the data file happens before the out-of-band record that
+//! names it, and an erase zeroes the records of its unit before the slots
+//! are reused, so after a crash a record always describes the data beside
+//! it. The map is rebuilt from these records ([`MemberStore::scan`]).
+
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// Bumped whenever the layout of any store file changes.
+pub const STORE_VERSION: u32 = 1;
+const MAGIC: &str = "openvsl-store";
+const OOB_BYTES: u64 = 16;
+const OOB_CHECK: u32 = 0x5653_4c31;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    #[error("store {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("store {path} is format version {found}; this openvsl reads version {STORE_VERSION} (use a new --store)")]
+    Version { path: PathBuf, found: u32 },
+    #[error("store {path} holds a different card: {field} is {stored} in the store but {requested} was asked for (attach without card options to use the store's, or use a new --store)")]
+    Mismatch {
+        path: PathBuf,
+        field: &'static str,
+        stored: String,
+        requested: String,
+    },
+    #[error("store {path} is already attached (daemon pid {pid})")]
+    Busy { path: PathBuf, pid: String },
+    #[error("store {path} is too small: its filesystem has {have} bytes free, the card may need {need} bytes (all of its NAND); use another --store location or a smaller --scale")]
+    TooSmall { path: PathBuf, have: u64, need: u64 },
+    #[error("store {path} is damaged: {what}")]
+    Corrupt { path: PathBuf, what: String },
+}
+
+/// What the store was created for. Everything a re-attach needs to rebuild
+/// the same card, and the derived numbers that must match.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct StoreHeader {
+    pub magic: String,
+    pub version: u32,
+    /// The card options the store was made with (used when attaching
+    /// without card options).
+    pub card: CardSpec,
+    /// One entry per served ioMemory device.
+    pub members: Vec<u32>,
+    pub sector_bytes: u32,
+    /// Formatted capacity of each member, sectors.
+    pub user_sectors: u64,
+    pub physical_slots: u64,
+    pub slots_per_leb: u32,
+    pub lebs: u32,
+    pub geometry: String,
+}
+
+/// The card options, as given on the command line.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct CardSpec {
+    pub device: String,
+    pub format: String,
+    pub capacity: Option<String>,
+    pub overprovision: Option<String>,
+    pub sector_size: String,
+    pub member: String,
+    pub scale: String,
+    pub gc_policy: String,
+}
+
+impl StoreHeader {
+    pub fn new(
+        card: CardSpec,
+        members: Vec<u32>,
+        cfg: &ftl::FtlConfig,
+        physical_slots: u64,
+    ) -> StoreHeader {
+        let g = cfg.geometry;
+        StoreHeader {
+            magic: MAGIC.into(),
+            version: STORE_VERSION,
+            card,
+            members,
+            sector_bytes: cfg.sector_bytes,
+            user_sectors: cfg.user_sectors,
+            physical_slots,
+            slots_per_leb: cfg.slots_per_leb(),
+            lebs: g.lebs(),
+            geometry: format!(
+                "{} channels ({} parity) x {} banks x {} planes x {} blocks x {} pages x {} B",
+                g.channels,
+                g.parity_channels,
+                g.banks,
+                g.planes,
+                g.blocks_per_plane,
+                g.pages_per_block,
+                g.page_bytes
+            ),
+        }
+    }
+
+    /// Bytes of NAND data one member can hold: the most its data file
+    /// ever occupies.
+    pub fn data_bytes_per_member(&self) -> u64 {
+        self.physical_slots * self.sector_bytes as u64
+    }
+
+    /// First field that differs from `want`, as an error.
+    fn check_same(&self, want: &StoreHeader, path: &Path) -> Result<(), StoreError> {
+        let fields: [(&'static str, String, String); 6] = [
+            ("geometry", self.geometry.clone(), want.geometry.clone()),
+            (
+                "sector size",
+                self.sector_bytes.to_string(),
+                want.sector_bytes.to_string(),
+            ),
+            (
+                "formatted capacity (sectors per member)",
+                self.user_sectors.to_string(),
+                want.user_sectors.to_string(),
+            ),
+            (
+                "ioMemory devices",
+                format!("{:?}", self.members),
+                format!("{:?}", want.members),
+            ),
+            (
+                "physical slots",
+                self.physical_slots.to_string(),
+                want.physical_slots.to_string(),
+            ),
+            ("device", self.card.device.clone(), want.card.device.clone()),
+        ];
+        for (field, stored, requested) in fields {
+            if stored != requested {
+                return Err(StoreError::Mismatch {
+                    path: path.to_path_buf(),
+                    field,
+                    stored,
+                    requested,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An open, locked store.
+pub struct Store {
+    pub dir: PathBuf,
+    pub header: StoreHeader,
+    pub members: Vec<MemberStore>,
+    _lock: File,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl Store {
+    /// Reads the header of the store at `dir`, if there is one.
+    pub fn read_header(dir: &Path) -> Result<Option<StoreHeader>, StoreError> {
+        let path = dir.join("store.json");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err(&path)(e)),
+        };
+        #[derive(Deserialize)]
+        struct Probe {
+            magic: String,
+            version: u32,
+        }
+        let corrupt = |what: String| StoreError::Corrupt {
+            path: dir.to_path_buf(),
+            what,
+        };
+        let probe: Probe =
+            serde_json::from_str(&text).map_err(|e| corrupt(format!("store.json: {e}")))?;
+        if probe.magic != MAGIC {
+            return Err(corrupt(format!("store.json magic is '{}'", probe.magic)));
+        }
+        if probe.version != STORE_VERSION {
+            return Err(StoreError::Version {
+                path: dir.to_path_buf(),
+                found: probe.version,
+            });
+        }
+        let h = serde_json::from_str(&text).map_err(|e| corrupt(format!("store.json: {e}")))?;
+        Ok(Some(h))
+    }
+
+    /// Opens the store at `dir`, creating it for `want` if it does not
+    /// exist. Fails if it holds another card, is served by another daemon,
+    /// or its filesystem cannot hold the card's NAND.
+    pub fn open(dir: &Path, want: &StoreHeader) -> Result<Store, StoreError> {
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let lock = lock_store(dir)?;
+        let header = match Store::read_header(dir)? {
+            Some(h) => {
+                h.check_same(want, dir)?;
+                h
+            }
+            None => want.clone(),
+        };
+        check_space(dir, &header)?;
+        let mut members = Vec::new();
+        for &m in &header.members {
+            members.push(MemberStore::open(dir, m, &header)?);
+        }
+        let path = dir.join("store.json");
+        let tmp = dir.join("store.json.tmp");
+        let text = serde_json::to_string_pretty(&header).expect("header serialises");
+        std::fs::write(&tmp, text + "\n").map_err(io_err(&tmp))?;
+        std::fs::rename(&tmp, &path).map_err(io_err(&path))?;
+        Ok(Store {
+            dir: dir.to_path_buf(),
+            header,
+            members,
+            _lock: lock,
+        })
+    }
+}
+
+fn lock_store(dir: &Path) -> Result<File, StoreError> {
+    let path = dir.join("lock");
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(io_err(&path))?;
+    // SAFETY: flock on a valid, owned descriptor.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        let pid = std::fs::read_to_string(&path).unwrap_or_default();
+        return Err(StoreError::Busy {
+            path: dir.to_path_buf(),
+            pid: pid.trim().to_string(),
+        });
+    }
+    f.set_len(0).map_err(io_err(&path))?;
+    writeln!(f, "{}", std::process::id()).map_err(io_err(&path))?;
+    Ok(f)
+}
+
+/// The filesystem under the store must be able to hold every member's
+/// NAND (a store fills up to that as the log wraps), counting what the
+/// store already occupies.
+fn check_space(dir: &Path, h: &StoreHeader) -> Result<(), StoreError> {
+    let need = (h.data_bytes_per_member() + h.physical_slots * OOB_BYTES) * h.members.len() as u64;
+    let have = free_bytes(dir)? + used_bytes(dir);
+    if have < need {
+        return Err(StoreError::TooSmall {
+            path: dir.to_path_buf(),
+            have,
+            need,
+        });
+    }
+    Ok(())
+}
+
+fn free_bytes(dir: &Path) -> Result<u64, StoreError> {
+    use std::os::unix::ffi::OsStrExt;
+    let c =
+        std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|_| StoreError::Corrupt {
+            path: dir.to_path_buf(),
+            what: "path contains a NUL byte".into(),
+        })?;
+    // SAFETY: statvfs writes into the zeroed struct we own.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
+        return Err(io_err(dir)(std::io::Error::last_os_error()));
+    }
+    Ok(s.f_bavail as u64 * s.f_frsize as u64)
+}
+
+fn used_bytes(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.metadata().ok())
+                .map(|m| m.blocks() * 512)
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// The files of one ioMemory device.
+pub struct MemberStore {
+    pub member: u32,
+    data: File,
+    oob: File,
+    trim: File,
+    wear: File,
+    sector: u64,
+    spl: u64,
+    data_path: PathBuf,
+}
+
+fn open_sized(path: &Path, len: u64) -> Result<File, StoreError> {
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(io_err(path))?;
+    let cur = f.metadata().map_err(io_err(path))?.len();
+    if cur != len {
+        if cur != 0 {
+            return Err(StoreError::Corrupt {
+                path: path.to_path_buf(),
+                what: format!("file is {cur} bytes, expected {len}"),
+            });
+        }
+        f.set_len(len).map_err(io_err(path))?;
+    }
+    Ok(f)
+}
+
+impl MemberStore {
+    fn open(dir: &Path, member: u32, h: &StoreHeader) -> Result<MemberStore, StoreError> {
+        let p = |ext: &str| dir.join(format!("member{member}.{ext}"));
+        let data_path = p("data");
+        Ok(MemberStore {
+            member,
+            data: open_sized(&data_path, h.data_bytes_per_member())?,
+            oob: open_sized(&p("oob"), h.physical_slots * OOB_BYTES)?,
+            trim: open_sized(&p("trim"), h.user_sectors * 8)?,
+            wear: open_sized(&p("wear"), h.lebs as u64 * 4)?,
+            sector: h.sector_bytes as u64,
+            spl: h.slots_per_leb as u64,
+            data_path,
+        })
+    }
+
+    fn err(&self, e: std::io::Error) -> StoreError {
+        io_err(&self.data_path)(e)
+    }
+
+    /// Writes the data of consecutive slots from `psa`.
+    pub fn write_data(&self, psa: u32, buf: &[u8]) -> Result<(), StoreError> {
+        self.data
+            .write_all_at(buf, psa as u64 * self.sector)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Reads the data of consecutive slots from `psa`.
+    pub fn read_data(&self, psa: u32, buf: &mut [u8]) -> Result<(), StoreError> {
+        self.data
+            .read_exact_at(buf, psa as u64 * self.sector)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Writes the out-of-band records of consecutive slots from `psa`.
+    pub fn write_oob(&self, psa: u32, records: &[(u32, u64)]) -> Result<(), StoreError> {
+        let mut buf = Vec::with_capacity(records.len() * OOB_BYTES as usize);
+        for (i, &(lba, seq)) in records.iter().enumerate() {
+            buf.extend_from_slice(&lba.to_le_bytes());
+            buf.extend_from_slice(&check(psa + i as u32, lba).to_le_bytes());
+            buf.extend_from_slice(&seq.to_le_bytes());
+        }
+        self.oob
+            .write_all_at(&buf, psa as u64 * OOB_BYTES)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Erases erase unit `leb`: its records first, then its data.
+    pub fn erase(&self, leb: u32) -> Result<(), StoreError> {
+        let first = leb as u64 * self.spl;
+        let zeros = vec![0u8; (self.spl * OOB_BYTES) as usize];
+        self.oob
+            .write_all_at(&zeros, first * OOB_BYTES)
+            .map_err(|e| self.err(e))?;
+        punch(&self.data, first * self.sector, self.spl * self.sector).map_err(|e| self.err(e))
+    }
+
+    /// Records that sectors `start..start+count` were trimmed when the
+    /// device had written `floor` host sectors: older records of them are
+    /// dead.
+    pub fn trim(&self, start: u64, count: u64, floor: u64) -> Result<(), StoreError> {
+        const CHUNK: u64 = 64 * 1024;
+        let mut buf = Vec::with_capacity((CHUNK.min(count) * 8) as usize);
+        let mut at = start;
+        while at < start + count {
+            let n = CHUNK.min(start + count - at);
+            buf.clear();
+            for _ in 0..n {
+                buf.extend_from_slice(&floor.to_le_bytes());
+            }
+            self.trim
+                .write_all_at(&buf, at * 8)
+                .map_err(|e| self.err(e))?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// Every live out-of-band record (not erased, not older than its
+    /// sector's trim), the largest sequence number seen anywhere, and the
+    /// erase units that hold any record.
+    pub fn scan(&self, user_sectors: u64) -> Result<Scan, StoreError> {
+        let mut floors = vec![0u8; (user_sectors * 8) as usize];
+        self.trim
+            .read_exact_at(&mut floors, 0)
+            .map_err(|e| self.err(e))?;
+        let floor = |lba: u32| {
+            let i = lba as usize * 8;
+            u64::from_le_bytes(floors[i..i + 8].try_into().expect("8 bytes"))
+        };
+        let mut scan = Scan {
+            seq_max: (0..user_sectors as u32).map(floor).max().unwrap_or(0),
+            ..Scan::default()
+        };
+        let len = self.oob.metadata().map_err(|e| self.err(e))?.len();
+        let slots = len / OOB_BYTES;
+        let mut buf = vec![0u8; (OOB_BYTES * 65536) as usize];
+        let mut psa = 0u64;
+        while psa < slots {
+            let n = (slots - psa).min(65536);
+            let bytes = &mut buf[..(n * OOB_BYTES) as usize];
+            self.oob
+                .read_exact_at(bytes, psa * OOB_BYTES)
+                .map_err(|e| self.err(e))?;
+            for (i, rec) in bytes.chunks_exact(OOB_BYTES as usize).enumerate() {
+                let seq = u64::from_le_bytes(rec[8..16].try_into().expect("8 bytes"));
+                if seq == 0 {
+                    continue;
+                }
+                let p = (psa + i as u64) as u32;
+                let lba = u32::from_le_bytes(rec[0..4].try_into().expect("4 bytes"));
+                let chk = u32::from_le_bytes(rec[4..8].try_into().expect("4 bytes"));
+                if chk != check(p, lba) || lba as u64 >= user_sectors {
+                    return Err(StoreError::Corrupt {
+                        path: self.data_path.clone(),
+                        what: format!("out-of-band record of slot {p} fails its check"),
+                    });
+                }
+                let leb = (p as u64 / self.spl) as u32;
+                if scan.lebs_with_records.last() != Some(&leb) {
+                    scan.lebs_with_records.push(leb);
+                }
+                scan.seq_max = scan.seq_max.max(seq);
+                if seq > floor(lba) {
+                    scan.records.push(ftl::OobRecord { psa: p, lba, seq });
+                }
+            }
+            psa += n;
+        }
+        Ok(scan)
+    }
+
+    pub fn load_wear(&self, lebs: u32) -> Result<Vec<u32>, StoreError> {
+        let mut buf = vec![0u8; lebs as usize * 4];
+        self.wear
+            .read_exact_at(&mut buf, 0)
+            .map_err(|e| self.err(e))?;
+        Ok(buf
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect())
+    }
+
+    pub fn save_wear(&self, counts: &[u32]) -> Result<(), StoreError> {
+        let buf: Vec<u8> = counts.iter().flat_map(|c| c.to_le_bytes()).collect();
+        self.wear.write_all_at(&buf, 0).map_err(|e| self.err(e))
+    }
+
+    /// Makes everything written so far durable against power loss of the
+    /// host (a daemon crash alone loses nothing that was written).
+    pub fn sync(&self) -> Result<(), StoreError> {
+        for f in [&self.data, &self.oob, &self.trim, &self.wear] {
+            f.sync_data().map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+}
+
+/// What [`MemberStore::scan`] found.
+#[derive(Default, Debug)]
+pub struct Scan {
+    pub records: Vec<ftl::OobRecord>,
+    pub seq_max: u64,
+    pub lebs_with_records: Vec<u32>,
+}
+
+fn check(psa: u32, lba: u32) -> u32 {
+    OOB_CHECK ^ lba.rotate_left(7) ^ psa.wrapping_mul(0x9E37_79B9)
+}
+
+fn punch(f: &File, offset: u64, len: u64) -> std::io::Result<()> {
+    // SAFETY: fallocate on a valid, owned descriptor.
+    let rc = unsafe {
+        libc::fallocate(
+            f.as_raw_fd(),
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            offset as libc::off_t,
+            len as libc::off_t,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
+        // A filesystem without hole punching: zero the range instead.
+        let zeros = vec![0u8; 1 << 20];
+        let mut at = offset;
+        while at < offset + len {
+            let n = (offset + len - at).min(zeros.len() as u64) as usize;
+            f.write_all_at(&zeros[..n], at)?;
+            at += n as u64;
+        }
+        return Ok(());
+    }
+    Err(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(user: u64) -> StoreHeader {
+        StoreHeader {
+            magic: MAGIC.into(),
+            version: STORE_VERSION,
+            card: CardSpec {
+                device: "test".into(),
+                format: "stock".into(),
+                capacity: None,
+                overprovision: None,
+                sector_size: "4096".into(),
+                member: "0".into(),
+                scale: "1".into(),
+                gc_policy: "greedy".into(),
+            },
+            members: vec![0],
+            sector_bytes: 4096,
+            user_sectors: user,
+            physical_slots: 64,
+            slots_per_leb: 16,
+            lebs: 4,
+            geometry: "g".into(),
+        }
+    }
+
+    fn tmpdir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("openvsl-store-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn records_round_trip_and_trim_and_erase_hide_them() {
+        let dir = tmpdir("rt");
+        let s = Store::open(&dir, &header(32)).unwrap();
+        let m = &s.members[0];
+        m.write_data(3, &[7u8; 8192]).unwrap();
+        m.write_oob(3, &[(5, 10), (6, 11)]).unwrap();
+        m.write_oob(20, &[(7, 12)]).unwrap();
+        let scan = m.scan(32).unwrap();
+        assert_eq!(scan.records.len(), 3);
+        assert_eq!(scan.seq_max, 12);
+        assert_eq!(scan.lebs_with_records, vec![0, 1]);
+        m.trim(5, 1, 10).unwrap();
+        m.erase(1).unwrap();
+        let scan = m.scan(32).unwrap();
+        assert_eq!(
+            scan.records,
+            vec![ftl::OobRecord {
+                psa: 4,
+                lba: 6,
+                seq: 11
+            }]
+        );
+        let mut buf = [0u8; 4096];
+        m.read_data(4, &mut buf).unwrap();
+        assert_eq!(buf, [7u8; 4096]);
+        drop(s);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn second_open_is_busy_and_other_geometry_is_refused() {
+        let dir = tmpdir("busy");
+        let s = Store::open(&dir, &header(32)).unwrap();
+        let e = Store::open(&dir, &header(32)).err().unwrap();
+        assert!(matches!(e, StoreError::Busy { .. }), "{e}");
+        drop(s);
+        let e = Store::open(&dir, &header(40)).err().unwrap();
+        assert!(e.to_string().contains("formatted capacity"), "{e}");
+        let mut old = header(32);
+        old.version = 99;
+        std::fs::write(dir.join("store.json"), serde_json::to_string(&old).unwrap()).unwrap();
+        let e = Store::open(&dir, &header(32)).err().unwrap();
+        assert!(matches!(e, StoreError::Version { found: 99, .. }), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn store_larger_than_its_filesystem_is_refused() {
+        let dir = tmpdir("small");
+        let mut h = header(32);
+        h.physical_slots = 1 << 40;
+        let e = Store::open(&dir, &h).err().unwrap();
+        assert!(matches!(e, StoreError::TooSmall { .. }), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
