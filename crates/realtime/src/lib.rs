@@ -17,6 +17,7 @@
 //!   ([`EngineKind`]), direct or buffered, and any fallback taken.
 //! - [`RealTarget::precondition_fill`] / [`precondition_fill`]: the
 //!   sequential 1 MiB, QD 32 fill of the whole target.
+//! - [`RealReviewTarget`]: a real target behind `lab::review::ReviewTarget`.
 //! - [`RealtimeError`]: every failure, one line each.
 //!
 //! Fallbacks, each reported in [`RunInfo::notes`]: a filesystem that
@@ -32,10 +33,12 @@ mod buffer;
 mod collect;
 mod engine;
 mod error;
+mod review;
 mod target;
 
 pub use engine::{EngineChoice, EngineKind, EngineOptions};
 pub use error::RealtimeError;
+pub use review::RealReviewTarget;
 pub use target::{DirectMode, RealTarget, Target};
 
 use buffer::AlignedBuf;
