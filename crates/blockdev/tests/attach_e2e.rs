@@ -1,0 +1,126 @@
+//! Issue 4, end to end as a new user would: attach a scaled card, mkfs.ext4,
+//! mount, fio with crc32c verification on random writes (enough to make GC
+//! move data), unmount, detach, attach again, verify again. Also the bad
+//! inputs: a second attach of the same store, another geometry, detaching a
+//! mounted device, not being root.
+
+mod common;
+use common::{sh, skip, Rig};
+
+/// The smallest card the presets allow: 24 erase units of 48 MiB.
+const CARD: &[&str] = &[
+    "--device",
+    "iodrive-duo-320-slc",
+    "--member",
+    "0",
+    "--scale",
+    "0.001",
+];
+
+fn fio(dir: &str, name: &str, size: &str, extra: &str) -> String {
+    sh(&format!(
+        "fio --name={name} --directory={dir} --filename={name} --size={size} --bs=4k \
+         --direct=1 --ioengine=libaio --iodepth=16 --verify=crc32c --verify_fatal=1 \
+         --randseed=7 --output-format=terse {extra}"
+    ))
+}
+
+/// fio's terse line: field 5 is the error count.
+fn assert_fio_ok(out: &str) {
+    let line = out.lines().find(|l| l.starts_with("3;")).expect("fio terse line");
+    let err = line.split(';').nth(4).unwrap();
+    assert_eq!(err, "0", "fio reported errors: {out}");
+}
+
+#[test]
+fn issue4_ext4_fio_verify_survives_detach_and_reattach() {
+    if skip(
+        "issue4_ext4_fio_verify_survives_detach_and_reattach",
+        &["fio", "mkfs.ext4", "losetup", "mount"],
+    ) {
+        return;
+    }
+    let rig = Rig::new("e2e");
+    let devs = rig.attach(CARD);
+    let dev = &devs[0];
+    let mnt = rig.mnt.to_str().unwrap();
+    sh(&format!("mkfs.ext4 -q -F {dev}"));
+    sh(&format!("mount {dev} {mnt}"));
+
+    // Mounted: detach must refuse, with one clear line.
+    let out = rig.vsl(&["detach", dev]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is mounted on"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+
+    // ~1.2 GB of writes on a card with ~1 GB of NAND: GC must run.
+    assert_fio_ok(&fio(mnt, "fill", "300m", "--rw=write"));
+    for _ in 0..2 {
+        assert_fio_ok(&fio(mnt, "rand", "450m", "--rw=randwrite"));
+    }
+    let st = rig.status_json();
+    let m = &st[0]["members"][0];
+    assert!(
+        m["gc_sectors_moved"].as_u64().unwrap() > 0,
+        "GC never moved data, the test proves less than it should: {m}"
+    );
+    assert_eq!(m["errors"].as_u64().unwrap(), 0);
+
+    sh(&format!("umount {mnt}"));
+    rig.detach_all();
+
+    let devs = rig.attach(&[]);
+    let dev = &devs[0];
+    sh(&format!("mount {dev} {mnt}"));
+    assert_fio_ok(&fio(mnt, "fill", "300m", "--rw=write --verify_only"));
+    assert_fio_ok(&fio(mnt, "rand", "450m", "--rw=randwrite --verify_only"));
+    sh(&format!("umount {mnt}"));
+    rig.detach_all();
+}
+
+#[test]
+fn issue4_bad_input_is_one_clear_line() {
+    if skip("issue4_bad_input_is_one_clear_line", &["losetup", "setpriv"]) {
+        return;
+    }
+    let rig = Rig::new("bad");
+    let store = rig.store.to_str().unwrap();
+    rig.attach(CARD);
+    let one_line_error = |args: &[&str], want: &str| {
+        let out = rig.vsl(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    };
+    one_line_error(&["attach", "--store", store], "already attached");
+    rig.detach_all();
+    let mut other = vec!["attach", "--store", store];
+    other.extend_from_slice(&["--device", "iodrive-duo-320-slc", "--member", "0", "--scale", "0.01"]);
+    one_line_error(&other, "holds a different card");
+    one_line_error(&["detach", "/dev/loop999"], "not an attached openvsl device");
+    one_line_error(
+        &["attach", "--store", store, "--scale", "1", "--device", "iodrive-duo-1280-mlc", "--member", "0"],
+        "holds a different card",
+    );
+    // A store whose filesystem is far too small for the card's NAND.
+    let small = rig.root.join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    sh(&format!("mount -t tmpfs -o size=64m tmpfs {}", small.display()));
+    let small_store = small.join("store");
+    let out = rig.vsl(&["attach", "--store", small_store.to_str().unwrap(), "--member", "0", "--scale", "0.01"]);
+    sh(&format!("umount {}", small.display()));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("too small"), "{err}");
+    // Not root.
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", common::BIN])
+        .args(["attach", "--store", "/tmp/openvsl-nobody"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("needs root"), "{err}");
+}

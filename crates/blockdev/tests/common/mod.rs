@@ -1,0 +1,141 @@
+//! Shared helpers of the attach tests: environment checks (the tests need
+//! root, /dev/fuse, loop devices and some tools, and skip loudly without
+//! them), and driving the `vsl-blockdev` binary.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_vsl-blockdev");
+
+/// Why this machine cannot run the attach tests, if it cannot.
+pub fn missing_prerequisite(tools: &[&str]) -> Option<String> {
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not running as root".into());
+    }
+    for dev in ["/dev/fuse", "/dev/loop-control"] {
+        if !Path::new(dev).exists() {
+            return Some(format!("{dev} is absent"));
+        }
+    }
+    for t in tools {
+        let found = Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {t}"))
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            return Some(format!("{t} is not installed (scripts/setup.sh installs it)"));
+        }
+    }
+    None
+}
+
+/// Prints the loud skip line; returns true when the test must skip.
+pub fn skip(test: &str, tools: &[&str]) -> bool {
+    match missing_prerequisite(tools) {
+        Some(why) => {
+            eprintln!("\n!!!!! SKIPPED {test}: {why} !!!!!\n");
+            println!("SKIPPED {test}: {why}");
+            true
+        }
+        None => false,
+    }
+}
+
+/// A scratch run directory and store, cleaned up (and detached) on drop.
+pub struct Rig {
+    pub root: PathBuf,
+    pub run_dir: PathBuf,
+    pub store: PathBuf,
+    pub mnt: PathBuf,
+}
+
+impl Rig {
+    pub fn new(name: &str) -> Rig {
+        let root = std::env::temp_dir().join(format!("openvsl-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        let r = Rig {
+            run_dir: root.join("run"),
+            store: root.join("store"),
+            mnt: root.join("mnt"),
+            root,
+        };
+        std::fs::create_dir_all(&r.mnt).unwrap();
+        r
+    }
+
+    pub fn vsl(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .env("OPENVSL_RUN_DIR", &self.run_dir)
+            .output()
+            .expect("run vsl-blockdev")
+    }
+
+    /// Attaches with `extra` card options; returns the loop devices.
+    pub fn attach(&self, extra: &[&str]) -> Vec<String> {
+        let mut args = vec!["attach", "--store", self.store.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let out = self.vsl(&args);
+        assert!(
+            out.status.success(),
+            "attach failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let devs: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split('\t').next())
+            .filter(|d| d.starts_with("/dev/loop"))
+            .map(String::from)
+            .collect();
+        assert!(!devs.is_empty(), "attach printed no device");
+        devs
+    }
+
+    pub fn detach_all(&self) {
+        let out = self.vsl(&["detach", "--all"]);
+        assert!(
+            out.status.success(),
+            "detach failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// The pid of the daemon serving the store.
+    pub fn daemon_pid(&self) -> u32 {
+        let dir = std::fs::read_dir(&self.run_dir).unwrap().next().unwrap().unwrap();
+        let text = std::fs::read_to_string(dir.path().join("state.json")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["pid"].as_u64().unwrap() as u32
+    }
+
+    pub fn status_json(&self) -> serde_json::Value {
+        let out = self.vsl(&["status", "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.mnt).output();
+        let _ = self.vsl(&["detach", "--all"]);
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// Runs a shell command; panics with its output when it fails.
+pub fn sh(cmd: &str) -> String {
+    let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
+    assert!(
+        out.status.success(),
+        "`{cmd}` failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
