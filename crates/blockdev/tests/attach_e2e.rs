@@ -21,7 +21,7 @@ fn fio(dir: &str, name: &str, size: &str, extra: &str) -> String {
     sh(&format!(
         "fio --name={name} --directory={dir} --filename={name} --size={size} --bs=4k \
          --direct=1 --ioengine=libaio --iodepth=16 --verify=crc32c --verify_fatal=1 \
-         --randseed=7 --output-format=terse {extra}"
+         --randseed=7 --verify_state_save=0 --output-format=terse {extra}"
     ))
 }
 
