@@ -15,7 +15,7 @@ log=$(mktemp)
 /usr/bin/time -v "$VSL" run --device iodrive-duo-640-mlc --member 0 --precondition \
   --profile 4k-randwrite --threads 16 --qd 16 --warmup "$WARMUP" --duration "$WINDOW" \
   --interval 60s --seed 1 >"$log" 2>&1
-sim=$(grep -oP '\(\K[0-9.]+(?= M simulated I/Os per s)' "$log")
+sim=$(grep -oP '\(\K[0-9.]+(?= M I/Os per wall second)' "$log")
 wa=$(grep -oP 'write amplification\s+\K[0-9.]+' "$log")
 rss_kb=$(grep -oP 'Maximum resident set size \(kbytes\): \K[0-9]+' "$log")
 fio_iops=$(fio --name=null --ioengine=null --rw=randwrite --bs=4k --iodepth=16 --size=100g \

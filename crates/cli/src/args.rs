@@ -93,6 +93,11 @@ pub struct WorkloadArgs {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
+    /// Instead of --device/--format: PRESET[:FORMAT] (a modelled card, virtual
+    /// time) or file:PATH:SIZE / blockdev:/dev/NAME (a real target, wall time,
+    /// O_DIRECT).
+    #[arg(long)]
+    pub target: Option<String>,
     #[command(flatten)]
     pub card: CardArgs,
     #[command(flatten)]

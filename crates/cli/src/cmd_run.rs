@@ -92,10 +92,14 @@ pub fn workload_spec(a: &WorkloadArgs) -> Result<WorkloadSpec> {
 }
 
 pub fn run(a: RunArgs) -> Result<()> {
-    let card_cfg = card_config(&a.card)?;
     let spec = workload_spec(&a.workload)?;
     let duration_ns = parse_duration_ns(&a.duration).map_err(|e| anyhow!("--duration: {e}"))?;
     let interval_ns = parse_duration_ns(&a.interval).map_err(|e| anyhow!("--interval: {e}"))?;
+    let warmup_ns = a
+        .warmup
+        .as_deref()
+        .map(|w| parse_duration_ns(w).map_err(|e| anyhow!("--warmup: {e}")))
+        .transpose()?;
     let opts = RunOptions {
         threads: a.threads,
         queue_depth: a.qd,
@@ -104,17 +108,66 @@ pub fn run(a: RunArgs) -> Result<()> {
         seed: a.seed,
     };
     opts.validate()?;
-    let mut card = Card::new(card_cfg.clone())?;
-    let resolved = spec.resolve(card.capacity_bytes(), card.sector_bytes())?;
-
     let progress = output::Progress::new(a.quiet, duration_ns);
+    let done = match &a.target {
+        Some(t) if realtime::Target::is_real(t) => {
+            run_real(t, &a, &spec, &opts, warmup_ns, &progress)?
+        }
+        _ => run_model(&a, &spec, &opts, warmup_ns, &progress)?,
+    };
+    progress.finish();
+    let report = output::Report {
+        tool: "openvsl",
+        version: env!("CARGO_PKG_VERSION"),
+        device: done.device,
+        workload: &done.workload,
+        options: &opts,
+        summary: &done.result.summary,
+        intervals: &done.result.intervals,
+    };
+    if let Some(path) = &a.json {
+        output::write_json(path, &report)?;
+    }
+    if let Some(path) = &a.csv {
+        output::write_csv(path, &done.result.intervals)?;
+    }
+    if !a.quiet {
+        output::print_summary(&report, &done.device_line, done.wall_s);
+    }
+    Ok(())
+}
+
+/// What one run produced, whatever the target.
+struct Done {
+    device: serde_json::Value,
+    device_line: String,
+    workload: WorkloadSpec,
+    result: lab::RunResult,
+    wall_s: f64,
+}
+
+fn run_model(
+    a: &RunArgs,
+    spec: &WorkloadSpec,
+    opts: &RunOptions,
+    warmup_ns: Option<u64>,
+    progress: &output::Progress,
+) -> Result<Done> {
+    let mut cfg = card_config(&a.card)?;
+    if let Some(t) = &a.target {
+        let m = crate::cmd_review::model_config(t, cfg.scale)?;
+        cfg.preset = m.preset;
+        cfg.format = m.format;
+        cfg.sector_bytes = m.sector_bytes;
+    }
+    let mut card = Card::new(cfg)?;
+    let resolved = spec.resolve(card.capacity_bytes(), card.sector_bytes())?;
     let mut start = Nanos::ZERO;
     if a.precondition {
         progress.message("preconditioning: sequential fill of the whole device");
         start = precondition_fill(&mut card, start)?;
     }
-    if let Some(w) = &a.warmup {
-        let warm_ns = parse_duration_ns(w).map_err(|e| anyhow!("--warmup: {e}"))?;
+    if let Some(warm_ns) = warmup_ns {
         progress.message("warming up");
         let warm = RunOptions {
             duration_ns: warm_ns,
@@ -124,30 +177,69 @@ pub fn run(a: RunArgs) -> Result<()> {
         start = lab::run(&mut card, &resolved, &warm, start, &mut |_| {})?.end;
     }
     let measured = std::time::Instant::now();
-    let mut result = lab::run(&mut card, &resolved, &opts, start, &mut |iv| {
+    let mut result = lab::run(&mut card, &resolved, opts, start, &mut |iv| {
         progress.interval(iv)
     })?;
-    progress.finish();
     result.summary.precondition_s = start.as_secs_f64();
-    let wall_s = measured.elapsed().as_secs_f64();
+    let info = output::DeviceInfo::new(&card);
+    Ok(Done {
+        device_line: info.line(),
+        device: serde_json::to_value(&info)?,
+        workload: resolved,
+        result,
+        wall_s: measured.elapsed().as_secs_f64(),
+    })
+}
 
-    let report = output::Report {
-        tool: "openvsl",
-        version: env!("CARGO_PKG_VERSION"),
-        device: output::DeviceInfo::new(&card),
-        workload: &resolved,
-        options: &opts,
-        summary: &result.summary,
-        intervals: &result.intervals,
-    };
-    if let Some(path) = &a.json {
-        output::write_json(path, &report)?;
+fn run_real(
+    t: &str,
+    a: &RunArgs,
+    spec: &WorkloadSpec,
+    opts: &RunOptions,
+    warmup_ns: Option<u64>,
+    progress: &output::Progress,
+) -> Result<Done> {
+    use realtime::{DirectMode, EngineChoice, EngineOptions, RealTarget, Target};
+    let target = Target::parse(t)?;
+    let rt = RealTarget::open(&target, DirectMode::Auto)?;
+    let resolved = spec.resolve(rt.capacity_bytes(), rt.sector_bytes())?;
+    let engine = EngineOptions::default();
+    let mut pre_s = 0.0;
+    if a.precondition {
+        progress.message("preconditioning: sequential fill of the whole target");
+        pre_s += rt.precondition_fill(EngineChoice::Auto)?.wall_s;
     }
-    if let Some(path) = &a.csv {
-        output::write_csv(path, &result.intervals)?;
+    if let Some(warm_ns) = warmup_ns {
+        progress.message("warming up");
+        let warm = RunOptions {
+            duration_ns: warm_ns,
+            interval_ns: warm_ns,
+            ..opts.clone()
+        };
+        pre_s += rt.run(&resolved, &warm, &engine, &mut |_| {})?.info.wall_s;
     }
-    if !a.quiet {
-        output::print_summary(&report, wall_s);
+    let mut run = rt.run(&resolved, opts, &engine, &mut |iv| progress.interval(iv))?;
+    run.result.summary.precondition_s = pre_s;
+    for note in &run.info.notes {
+        eprintln!("vsl: note: {note}");
     }
-    Ok(())
+    let device_line = format!(
+        "target    {} (real, wall time) {:.1} GB, {} B sectors, {}, engine {:?}",
+        t,
+        run.info.capacity_bytes as f64 / 1e9,
+        run.info.sector_bytes,
+        if run.info.direct {
+            "O_DIRECT"
+        } else {
+            "buffered"
+        },
+        run.info.engine
+    );
+    Ok(Done {
+        device: serde_json::to_value(&run.info)?,
+        device_line,
+        workload: resolved,
+        wall_s: run.info.wall_s,
+        result: run.result,
+    })
 }

@@ -23,6 +23,27 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
+    /// One line for the terminal summary.
+    pub fn line(&self) -> String {
+        let members = self
+            .members
+            .iter()
+            .map(|m| m.to_string())
+            .collect::<Vec<_>>()
+            .join("+");
+        format!(
+            "device    {} format {} sector {} B member(s) {} scale {}  capacity {:.1} GB  spare {:.1}%  host RAM {}",
+            self.preset,
+            self.format,
+            self.sector_bytes,
+            members,
+            self.scale,
+            self.capacity_bytes as f64 / 1e9,
+            self.spare_factor * 100.0,
+            human_bytes(self.host_ram_bytes)
+        )
+    }
+
     pub fn new(card: &Card) -> DeviceInfo {
         let f = card.members[0].vsl.config();
         DeviceInfo {
@@ -45,7 +66,7 @@ impl DeviceInfo {
 pub struct Report<'a> {
     pub tool: &'static str,
     pub version: &'static str,
-    pub device: DeviceInfo,
+    pub device: serde_json::Value,
     pub workload: &'a WorkloadSpec,
     pub options: &'a RunOptions,
     pub summary: &'a Summary,
@@ -98,22 +119,10 @@ pub fn human_bytes(b: u64) -> String {
     format!("{v:.1} {}", units[u])
 }
 
-pub fn print_summary(r: &Report, wall_s: f64) {
+pub fn print_summary(r: &Report, device_line: &str, wall_s: f64) {
     let s = &r.summary.totals;
-    let d = &r.device;
     let mut o = std::io::stdout().lock();
-    let members = d
-        .members
-        .iter()
-        .map(|m| m.to_string())
-        .collect::<Vec<_>>()
-        .join("+");
-    let _ = writeln!(
-        o,
-        "device    {} format {} sector {} B member(s) {} scale {}  capacity {:.1} GB  spare {:.1}%  host RAM {}",
-        d.preset, d.format, d.sector_bytes, members, d.scale, d.capacity_bytes as f64 / 1e9,
-        d.spare_factor * 100.0, human_bytes(d.host_ram_bytes)
-    );
+    let _ = writeln!(o, "{device_line}");
     let _ = writeln!(
         o,
         "workload  {} {:.0}% read, mean block {:.0} B, {} threads x QD {}, seed {}",
@@ -127,13 +136,13 @@ pub fn print_summary(r: &Report, wall_s: f64) {
     if r.summary.precondition_s > 0.0 {
         let _ = writeln!(
             o,
-            "precond   fill and warm-up took {:.1} s of virtual time",
+            "precond   fill and warm-up took {:.1} s",
             r.summary.precondition_s
         );
     }
     let _ = writeln!(o, "{:<22}{:>14}", "statistic", "value");
     let rows: [(&str, String); 13] = [
-        ("virtual time", format!("{:.1} s", r.summary.virtual_s)),
+        ("run time", format!("{:.1} s", r.summary.virtual_s)),
         ("I/Os", format!("{}", s.ios)),
         ("IOPS", format!("{:.0}", s.iops)),
         (
@@ -160,7 +169,7 @@ pub fn print_summary(r: &Report, wall_s: f64) {
         (
             "wall time (measured)",
             format!(
-                "{:.2} s ({:.2} M simulated I/Os per s)",
+                "{:.2} s ({:.2} M I/Os per wall second)",
                 wall_s,
                 s.ios as f64 / wall_s.max(1e-9) / 1e6
             ),

@@ -1,10 +1,10 @@
 //! Real files and block devices as lab targets (the `realtime` crate).
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use lab::review::ReviewTarget;
+use realtime::RealReviewTarget;
 
+/// `file:PATH:SIZE` or `blockdev:/dev/NAME` for `vsl review`.
 pub fn review_target(spec: &str) -> Result<Box<dyn ReviewTarget>> {
-    bail!(
-        "target '{spec}': real-device targets are being integrated and not available in this build"
-    )
+    Ok(Box::new(RealReviewTarget::open(spec)?))
 }
