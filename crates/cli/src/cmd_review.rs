@@ -80,9 +80,20 @@ pub fn review(a: ReviewArgs) -> Result<()> {
         bail!("no targets: give --target PRESET:FORMAT (e.g. iodrive-duo-640-mlc:stock) or file:PATH:SIZE, or a plan with targets");
     }
     plan.timing(false)?;
+    // A target that cannot be opened (full filesystem, no permission) is
+    // recorded as failed; the others still run and their results are kept.
     let mut targets = Vec::new();
+    let mut failed_to_open = Vec::new();
     for t in &plan.targets {
-        targets.push(build_target(t, plan.scale)?);
+        match build_target(t, plan.scale) {
+            Ok(target) => targets.push(target),
+            Err(e) if realtime::Target::is_real(t) => failed_to_open.push(TargetResult {
+                label: t.clone(),
+                error: Some(format!("{t}: {e:#}")),
+                ..TargetResult::default()
+            }),
+            Err(e) => return Err(e),
+        }
     }
     std::fs::create_dir_all(&a.out)
         .with_context(|| format!("cannot create {}", a.out.display()))?;
@@ -128,6 +139,8 @@ pub fn review(a: ReviewArgs) -> Result<()> {
             .collect()
     });
     let wall_s = wall.elapsed().as_secs_f64();
+    let mut results = results;
+    results.extend(failed_to_open);
 
     let all = ReviewResults {
         tool: "openvsl",
