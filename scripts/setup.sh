@@ -9,6 +9,13 @@ command -v fio >/dev/null 2>&1 || need_apt+=(fio)
 [ -x /usr/bin/time ] || need_apt+=(time)
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+# vsl attach and its tests (blockdev): loop devices, ext4, setpriv, mount;
+# PostgreSQL for bench/pgbench.sh.
+command -v losetup >/dev/null 2>&1 || need_apt+=(util-linux)
+command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
+command -v mkfs.ext4 >/dev/null 2>&1 || need_apt+=(e2fsprogs)
+command -v mount >/dev/null 2>&1 || need_apt+=(mount)
+command -v pgbench >/dev/null 2>&1 || need_apt+=(postgresql)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""

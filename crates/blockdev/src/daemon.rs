@@ -61,9 +61,20 @@ impl AttachState {
     }
 }
 
+/// True while process `pid` exists and is not a zombie (a killed daemon
+/// may wait for a parent that never reaps it).
 pub fn pid_alive(pid: u32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
-    unsafe { libc::kill(pid as libc::pid_t, 0) == 0 }
+    if unsafe { libc::kill(pid as libc::pid_t, 0) } != 0 {
+        return false;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The state follows the parenthesised command name.
+    let state = stat
+        .rsplit(')')
+        .next()
+        .and_then(|r| r.split_whitespace().next());
+    !matches!(state, Some("Z") | Some("X"))
 }
 
 /// Every attachment with a state file, live or left by a crash.

@@ -75,6 +75,11 @@ pub struct Latency {
     pub write_total: Histogram<u64>,
     pub read_interval: Histogram<u64>,
     pub write_interval: Histogram<u64>,
+    /// The model's own latency (its completion minus submission).
+    pub model_read: Histogram<u64>,
+    pub model_write: Histogram<u64>,
+    /// Acknowledgement minus the model's completion: the emulator's lateness.
+    pub late: Histogram<u64>,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -88,6 +93,9 @@ impl Default for Latency {
             write_total: histogram(),
             read_interval: histogram(),
             write_interval: histogram(),
+            model_read: histogram(),
+            model_write: histogram(),
+            late: histogram(),
         }
     }
 }
@@ -95,19 +103,23 @@ impl Default for Latency {
 impl Counters {
     /// Records one acknowledged I/O: `received` to `acked` on the wall,
     /// `model` the model's completion.
-    pub fn record(&self, write: bool, received: Instant, acked: Instant, model: Instant) {
+    pub fn record(&self, write: bool, received: Instant, acked: Instant, done: Completion) {
         let ns = acked.saturating_duration_since(received).as_nanos() as u64;
-        let late = acked.saturating_duration_since(model).as_nanos() as u64;
+        let late = acked.saturating_duration_since(done.at).as_nanos() as u64;
+        let model = done.at.saturating_duration_since(done.submitted).as_nanos() as u64;
         self.late_ns_total.fetch_add(late, Relaxed);
         self.late_count.fetch_add(1, Relaxed);
         let mut l = self.latency.lock().unwrap_or_else(|p| p.into_inner());
-        let ns = ns.clamp(1_000, 3_600_000_000_000);
+        let clamp = |v: u64| v.clamp(1_000, 3_600_000_000_000);
+        l.late.saturating_record(clamp(late));
         if write {
-            l.write_total.saturating_record(ns);
-            l.write_interval.saturating_record(ns);
+            l.write_total.saturating_record(clamp(ns));
+            l.write_interval.saturating_record(clamp(ns));
+            l.model_write.saturating_record(clamp(model));
         } else {
-            l.read_total.saturating_record(ns);
-            l.read_interval.saturating_record(ns);
+            l.read_total.saturating_record(clamp(ns));
+            l.read_interval.saturating_record(clamp(ns));
+            l.model_read.saturating_record(clamp(model));
         }
     }
 }
@@ -138,6 +150,8 @@ pub struct Engine {
 pub struct Completion {
     /// Wall time of the model's completion.
     pub at: Instant,
+    /// Wall time the model was handed the I/O.
+    pub submitted: Instant,
 }
 
 impl Engine {
@@ -208,6 +222,7 @@ impl Engine {
         let done = inner.card.submit(now, kind, offset, len)?;
         Ok(Completion {
             at: self.epoch + Duration::from_nanos(done.0),
+            submitted: self.epoch + Duration::from_nanos(now.0),
         })
     }
 
@@ -311,7 +326,11 @@ impl Engine {
         let mut g = self.lock();
         let inner = &mut *g;
         if end <= first {
-            return Ok(Completion { at: Instant::now() });
+            let now = Instant::now();
+            return Ok(Completion {
+                at: now,
+                submitted: now,
+            });
         }
         let done = self.submit(inner, IoKind::Trim, first, end - first)?;
         let floor = inner.card.members[0].vsl.stats().host_sectors_written;

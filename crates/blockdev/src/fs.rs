@@ -176,7 +176,7 @@ impl Filesystem for CardFs {
                 let wait = e.wait_for(done);
                 let ack: crate::timer::Ack = Box::new(move |now| {
                     reply.data(&buf);
-                    e.counters.record(false, received, now, done.at);
+                    e.counters.record(false, received, now, done);
                 });
                 match wait {
                     Some(at) => self.timer.at(at, ack),
@@ -214,7 +214,7 @@ impl Filesystem for CardFs {
                 let wait = e.wait_for(done);
                 let ack: crate::timer::Ack = Box::new(move |now| {
                     reply.written(n);
-                    e.counters.record(true, received, now, done.at);
+                    e.counters.record(true, received, now, done);
                 });
                 match wait {
                     Some(at) => self.timer.at(at, ack),

@@ -79,8 +79,12 @@ pub struct MemberStatus {
     pub read_latency: Percentiles,
     pub write_latency: Percentiles,
     /// Mean of (wall acknowledgement − model completion): what the
-    /// emulator adds on top of the model's latency.
+    /// emulator adds on top of the model's latency, inside the daemon.
     pub emulator_late_us_mean: f64,
+    pub emulator_late: Percentiles,
+    /// The model's own latency of the I/Os served (completion − submission).
+    pub model_read_latency: Percentiles,
+    pub model_write_latency: Percentiles,
 }
 
 /// What `status` returns.
@@ -179,11 +183,14 @@ impl Sampler {
                 let c = &e.counters;
                 let host = f.host_sectors_written - self.base_host[i];
                 let moved = f.gc_sectors_moved - self.base_moved[i];
-                let (rl, wl) = {
+                let (rl, wl, late, mr, mw) = {
                     let l = c.latency.lock().unwrap_or_else(|p| p.into_inner());
                     (
                         Percentiles::of(&l.read_total),
                         Percentiles::of(&l.write_total),
+                        Percentiles::of(&l.late),
+                        Percentiles::of(&l.model_read),
+                        Percentiles::of(&l.model_write),
                     )
                 };
                 let late_n = c.late_count.load(Relaxed).max(1);
@@ -222,6 +229,9 @@ impl Sampler {
                     emulator_late_us_mean: c.late_ns_total.load(Relaxed) as f64
                         / late_n as f64
                         / 1e3,
+                    emulator_late: late,
+                    model_read_latency: mr,
+                    model_write_latency: mw,
                 }
             })
             .collect();

@@ -27,7 +27,10 @@ fn fio(dir: &str, name: &str, size: &str, extra: &str) -> String {
 
 /// fio's terse line: field 5 is the error count.
 fn assert_fio_ok(out: &str) {
-    let line = out.lines().find(|l| l.starts_with("3;")).expect("fio terse line");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("3;"))
+        .expect("fio terse line");
     let err = line.split(';').nth(4).unwrap();
     assert_eq!(err, "0", "fio reported errors: {out}");
 }
@@ -81,7 +84,10 @@ fn issue4_ext4_fio_verify_survives_detach_and_reattach() {
 
 #[test]
 fn issue4_bad_input_is_one_clear_line() {
-    if skip("issue4_bad_input_is_one_clear_line", &["losetup", "setpriv"]) {
+    if skip(
+        "issue4_bad_input_is_one_clear_line",
+        &["losetup", "setpriv"],
+    ) {
         return;
     }
     let rig = Rig::new("bad");
@@ -97,26 +103,62 @@ fn issue4_bad_input_is_one_clear_line() {
     one_line_error(&["attach", "--store", store], "already attached");
     rig.detach_all();
     let mut other = vec!["attach", "--store", store];
-    other.extend_from_slice(&["--device", "iodrive-duo-320-slc", "--member", "0", "--scale", "0.01"]);
+    other.extend_from_slice(&[
+        "--device",
+        "iodrive-duo-320-slc",
+        "--member",
+        "0",
+        "--scale",
+        "0.01",
+    ]);
     one_line_error(&other, "holds a different card");
-    one_line_error(&["detach", "/dev/loop999"], "not an attached openvsl device");
     one_line_error(
-        &["attach", "--store", store, "--scale", "1", "--device", "iodrive-duo-1280-mlc", "--member", "0"],
+        &["detach", "/dev/loop999"],
+        "not an attached openvsl device",
+    );
+    one_line_error(
+        &[
+            "attach",
+            "--store",
+            store,
+            "--scale",
+            "1",
+            "--device",
+            "iodrive-duo-1280-mlc",
+            "--member",
+            "0",
+        ],
         "holds a different card",
     );
     // A store whose filesystem is far too small for the card's NAND.
     let small = rig.root.join("small");
     std::fs::create_dir_all(&small).unwrap();
-    sh(&format!("mount -t tmpfs -o size=64m tmpfs {}", small.display()));
+    sh(&format!(
+        "mount -t tmpfs -o size=64m tmpfs {}",
+        small.display()
+    ));
     let small_store = small.join("store");
-    let out = rig.vsl(&["attach", "--store", small_store.to_str().unwrap(), "--member", "0", "--scale", "0.01"]);
+    let out = rig.vsl(&[
+        "attach",
+        "--store",
+        small_store.to_str().unwrap(),
+        "--member",
+        "0",
+        "--scale",
+        "0.01",
+    ]);
     sh(&format!("umount {}", small.display()));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("too small"), "{err}");
     // Not root.
     let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", common::BIN])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            common::BIN,
+        ])
         .args(["attach", "--store", "/tmp/openvsl-nobody"])
         .output()
         .unwrap();

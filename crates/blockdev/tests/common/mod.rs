@@ -26,7 +26,9 @@ pub fn missing_prerequisite(tools: &[&str]) -> Option<String> {
             .output()
             .is_ok_and(|o| o.status.success());
         if !found {
-            return Some(format!("{t} is not installed (scripts/setup.sh installs it)"));
+            return Some(format!(
+                "{t} is not installed (scripts/setup.sh installs it)"
+            ));
         }
     }
     None
@@ -107,7 +109,11 @@ impl Rig {
 
     /// The pid of the daemon serving the store.
     pub fn daemon_pid(&self) -> u32 {
-        let dir = std::fs::read_dir(&self.run_dir).unwrap().next().unwrap().unwrap();
+        let dir = std::fs::read_dir(&self.run_dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap();
         let text = std::fs::read_to_string(dir.path().join("state.json")).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         v["pid"].as_u64().unwrap() as u32
@@ -115,7 +121,11 @@ impl Rig {
 
     pub fn status_json(&self) -> serde_json::Value {
         let out = self.vsl(&["status", "--json"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         serde_json::from_slice(&out.stdout).unwrap()
     }
 }

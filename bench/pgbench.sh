@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Application level (issue 4): PostgreSQL pgbench (TPC-B like) on the
+# attached card, in stock and high-performance (hp) format, timing model.
+# Reports TPS and average / 99th-percentile transaction latency per format.
+# Needs root, /dev/fuse, loop devices and PostgreSQL (scripts/setup.sh).
+# Knobs: SCALE_CARD (--scale of the card, default 0.02), PGSCALE (pgbench
+# -s, default 20), CLIENTS (default 8), SECONDS_RUN (default 60).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+cargo build --release -q -p blockdev
+BIN=$PWD/$CARGO_TARGET_DIR/release/vsl-blockdev
+[ -x "$BIN" ] || BIN=$CARGO_TARGET_DIR/release/vsl-blockdev
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+SCALE_CARD=${SCALE_CARD:-0.02}
+PGSCALE=${PGSCALE:-20}
+CLIENTS=${CLIENTS:-8}
+SECONDS_RUN=${SECONDS_RUN:-60}
+PORT=54329
+work=$(mktemp -d /tmp/openvsl-pgbench.XXXXXX)
+chmod 755 "$work"
+export OPENVSL_RUN_DIR=$work/run
+cleanup() {
+  runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/mnt/pgdata" -m immediate stop >/dev/null 2>&1 || true
+  umount "$work/mnt" 2>/dev/null || true
+  "$BIN" detach --all >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+results=()
+for format in stock hp; do
+  dev=$("$BIN" attach --store "$work/store-$format" --device iodrive-duo-640-mlc --member 0 \
+    --scale "$SCALE_CARD" --format "$format" | cut -f1)
+  mkfs.ext4 -q -F "$dev"
+  mkdir -p "$work/mnt"
+  mount "$dev" "$work/mnt"
+  mkdir "$work/mnt/pgdata" && chown postgres: "$work/mnt/pgdata"
+  runuser -u postgres -- "$PGBIN/initdb" -q -D "$work/mnt/pgdata" >/dev/null
+  runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/mnt/pgdata" -l "$work/pg-$format.log" \
+    -o "-p $PORT -k $work/mnt -c listen_addresses=''" -w start >/dev/null
+  runuser -u postgres -- pgbench -h "$work/mnt" -p $PORT -i -q -s "$PGSCALE" postgres >/dev/null 2>&1
+  logdir=$work/mnt/pglog && mkdir "$logdir" && chown postgres: "$logdir"
+  out=$(cd "$logdir" && runuser -u postgres -- pgbench -h "$work/mnt" -p $PORT -c "$CLIENTS" \
+    -j 2 -T "$SECONDS_RUN" -l postgres 2>/dev/null)
+  tps=$(grep -oP 'tps = \K[0-9.]+' <<<"$out" | head -1)
+  p99=$(cat "$logdir"/pgbench_log.* | awk '{print $3}' | sort -n |
+    awk '{a[NR]=$1} END {i=int(NR*0.99); if (i<1) i=1; printf "%.2f", a[i]/1000}')
+  avg=$(grep -oP 'latency average = \K[0-9.]+' <<<"$out")
+  status=$("$BIN" status --json)
+  wa=$(python3 -c 'import json,sys; print(round(json.loads(sys.argv[1])[0]["members"][0]["write_amplification"],2))' "$status")
+  results+=("$format $tps $avg $p99 $wa")
+  runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/mnt/pgdata" -m fast stop >/dev/null
+  umount "$work/mnt"
+  "$BIN" detach --all >/dev/null
+done
+echo "pgbench -s $PGSCALE, $CLIENTS clients, ${SECONDS_RUN}s, iodrive-duo-640-mlc ioDimm 0 at --scale $SCALE_CARD, timing model"
+printf "%-8s %10s %14s %14s %6s\n" format TPS "avg lat ms" "p99 lat ms" WA
+for r in "${results[@]}"; do
+  printf "%-8s %10s %14s %14s %6s\n" $r
+done
