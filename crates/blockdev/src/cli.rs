@@ -57,9 +57,10 @@ pub struct AttachArgs {
     /// none: serve at full emulator speed.
     #[arg(long, default_value = "model")]
     pub timing: String,
-    /// FUSE worker threads.
-    #[arg(long, default_value_t = 4)]
-    pub threads: usize,
+    /// FUSE worker threads (default: one per CPU; more only adds context
+    /// switches on a small machine).
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// Stay in the foreground (Ctrl-C detaches) instead of daemonizing.
     #[arg(long)]
     pub foreground: bool,
@@ -247,7 +248,9 @@ pub fn run_attach(a: AttachArgs) -> Result<()> {
         header,
         card,
         timing,
-        fuse_threads: a.threads,
+        fuse_threads: a
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get().max(2))),
     };
     if a.foreground {
         let d = Daemon::start(cfg)?;
