@@ -188,6 +188,15 @@ impl FtlStats {
     }
 }
 
+/// Where a sector being placed at the frontier comes from.
+#[derive(Copy, Clone, Debug)]
+enum Origin {
+    /// A host write with this sequence number.
+    Host(u64),
+    /// A GC move from this physical slot.
+    Moved(u32),
+}
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum LebState {
     Free,
@@ -207,6 +216,9 @@ pub struct Vsl {
     p2l: Vec<u32>,
     /// Out-of-band sequence number of each slot, when tracked.
     oob_seq: Vec<u64>,
+    /// One bit per physical slot: it holds the current copy of its sector.
+    /// Lets GC find a victim's valid slots without touching the map.
+    valid_bits: Vec<u64>,
     leb_valid: Vec<u32>,
     leb_state: Vec<LebState>,
     /// Host sectors written when the erase unit was closed (its age).
@@ -278,6 +290,7 @@ impl Vsl {
             nand: NandArray::new(g, cfg.timing),
             l2p: vec![UNMAPPED; cfg.user_sectors as usize],
             p2l: vec![UNMAPPED; lebs * spl as usize],
+            valid_bits: vec![0; (lebs * spl as usize).div_ceil(64)],
             oob_seq: if cfg.track_sequence {
                 vec![0; lebs * spl as usize]
             } else {
@@ -330,6 +343,7 @@ impl Vsl {
         (self.l2p.len() * 4
             + self.p2l.len() * 4
             + self.oob_seq.len() * 8
+            + self.valid_bits.len() * 8
             + self.leb_valid.len() * per_leb) as u64
     }
 
@@ -361,7 +375,7 @@ impl Vsl {
             t = self.admit(t, chunk);
             for l in lba..lba + chunk {
                 let seq = self.stats.host_sectors_written + (l - start) + 1;
-                self.place(t, l as u32, Some(seq));
+                self.place(t, l as u32, Origin::Host(seq));
             }
             lba += chunk;
         }
@@ -410,6 +424,7 @@ impl Vsl {
             let old = self.l2p[lba as usize];
             if old != UNMAPPED {
                 self.leb_valid[(old / self.spl) as usize] -= 1;
+                self.clear_valid(old);
                 self.l2p[lba as usize] = UNMAPPED;
             }
         }
@@ -468,24 +483,33 @@ impl Vsl {
     }
 
     /// Appends one logical sector at the frontier, its data ready at `t`.
-    /// `host_seq` is the host write's sequence number; `None` for a GC move,
-    /// which keeps the sequence number of the data it moves.
-    fn place(&mut self, t: Nanos, lba: u32, host_seq: Option<u64>) {
-        let host = host_seq.is_some();
+    /// A GC move keeps the sequence number of the data it moves.
+    fn place(&mut self, t: Nanos, lba: u32, origin: Origin) {
+        let host = matches!(origin, Origin::Host(_));
         // `while`, not `if`: foreground GC run by opening a unit may fill
         // that unit to the brim with moved data.
         while self.frontier_next == self.spl {
             self.open_next_leb(t, host);
         }
         let psa = self.frontier_leb * self.spl + self.frontier_next;
-        let old = self.l2p[lba as usize];
+        // A GC move knows where the sector is: skipping the map load keeps
+        // the move free of a dependent cache miss.
+        let old = match origin {
+            Origin::Host(_) => self.l2p[lba as usize],
+            Origin::Moved(from) => {
+                debug_assert_eq!(self.l2p[lba as usize], from);
+                from
+            }
+        };
         if old != UNMAPPED {
             self.leb_valid[(old / self.spl) as usize] -= 1;
+            self.clear_valid(old);
         }
+        self.set_valid(psa);
         if !self.oob_seq.is_empty() {
-            self.oob_seq[psa as usize] = match host_seq {
-                Some(seq) => seq,
-                None => self.oob_seq[old as usize],
+            self.oob_seq[psa as usize] = match origin {
+                Origin::Host(seq) => seq,
+                Origin::Moved(from) => self.oob_seq[from as usize],
             };
         }
         self.l2p[lba as usize] = psa;
@@ -620,7 +644,7 @@ impl Vsl {
         for &psa in &valid {
             let unit = (psa - base) / self.spu;
             let lba = self.p2l[psa as usize];
-            self.place(ready[unit as usize], lba, None);
+            self.place(ready[unit as usize], lba, Origin::Moved(psa));
         }
         self.stats.gc_sectors_moved += valid.len() as u64;
         if self.media_log.is_some() {
@@ -643,8 +667,17 @@ impl Vsl {
 
     #[inline]
     fn is_valid(&self, psa: u32) -> bool {
-        let lba = self.p2l[psa as usize];
-        lba != UNMAPPED && self.l2p[lba as usize] == psa
+        self.valid_bits[(psa / 64) as usize] & (1 << (psa % 64)) != 0
+    }
+
+    #[inline]
+    fn set_valid(&mut self, psa: u32) {
+        self.valid_bits[(psa / 64) as usize] |= 1 << (psa % 64);
+    }
+
+    #[inline]
+    fn clear_valid(&mut self, psa: u32) {
+        self.valid_bits[(psa / 64) as usize] &= !(1 << (psa % 64));
     }
 
     /// Cross-checks the map against the block manager; panics with the first
@@ -673,6 +706,15 @@ impl Vsl {
             valid[leb] += 1;
         }
         assert_eq!(valid, self.leb_valid, "valid counts disagree with the map");
+        for psa in 0..self.p2l.len() as u32 {
+            let lba = self.p2l[psa as usize];
+            let current = lba != UNMAPPED && self.l2p[lba as usize] == psa;
+            assert_eq!(
+                self.is_valid(psa),
+                current,
+                "valid bit of slot {psa} is wrong"
+            );
+        }
         let free_states = self
             .leb_state
             .iter()
@@ -783,8 +825,12 @@ impl Vsl {
             vsl.nand.restore_erase_counts(counts);
         }
         vsl.leb_valid.iter_mut().for_each(|v| *v = 0);
-        for &psa in vsl.l2p.iter().filter(|&&p| p != UNMAPPED) {
-            vsl.leb_valid[(psa / vsl.spl) as usize] += 1;
+        for i in 0..vsl.l2p.len() {
+            let psa = vsl.l2p[i];
+            if psa != UNMAPPED {
+                vsl.leb_valid[(psa / vsl.spl) as usize] += 1;
+                vsl.set_valid(psa);
+            }
         }
         vsl.free.clear();
         for leb in 0..vsl.cfg.usable_lebs() {
