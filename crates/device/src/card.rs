@@ -8,7 +8,7 @@ use sim::{Nanos, Resource};
 /// over-provisioning model: calibrated on the 640 GB MLC 4K random-write
 /// steady state (docs/MODEL.md), then used unchanged for every preset and
 /// format.
-pub const RESERVED_FRACTION: f64 = 0.08;
+pub const RESERVED_FRACTION: f64 = 0.11;
 /// Free erase units foreground GC keeps (the frontier's next unit and one
 /// for GC's own moves).
 pub const GC_RESERVE_LEBS: u32 = 2;
@@ -153,7 +153,10 @@ impl CardConfig {
         let lebs = ((full_lebs as f64 * self.scale).ceil() as u32).max(MIN_SCALED_LEBS);
         geometry.blocks_per_plane = lebs.min(full_lebs);
         let ratio = geometry.blocks_per_plane as f64 / full_lebs as f64;
-        let reserved_lebs = (geometry.blocks_per_plane as f64 * RESERVED_FRACTION).round() as u32;
+        // The GC reserve counts towards the reserved fraction, so that a
+        // scaled card keeps the full card's effective spare.
+        let reserved_lebs = ((geometry.blocks_per_plane as f64 * RESERVED_FRACTION).round() as u32)
+            .saturating_sub(GC_RESERVE_LEBS);
         let sector = self.sector_bytes as u64;
         let mut cfg = FtlConfig {
             geometry,
