@@ -90,6 +90,9 @@ pub trait VirtualDevice {
         len: u64,
     ) -> Result<Nanos, DeviceError>;
     fn stats(&self) -> DeviceStats;
+    /// A hint that an I/O at `offset` comes soon (the model prefetches its
+    /// map entry). Changes no state and no result.
+    fn prefetch(&self, _offset: u64) {}
 }
 
 /// Which ioMemory devices of a card to use.
@@ -403,6 +406,18 @@ impl VirtualDevice for Card {
             lba += n;
         }
         Ok(done)
+    }
+
+    fn prefetch(&self, offset: u64) {
+        let lba = offset / self.sector_bytes as u64;
+        if self.members.len() == 1 {
+            self.members[0].vsl.prefetch(lba);
+            return;
+        }
+        let chunk = lba / self.chunk_sectors;
+        let m = self.members.len() as u64;
+        let member_lba = (chunk / m) * self.chunk_sectors + lba % self.chunk_sectors;
+        self.members[(chunk % m) as usize].vsl.prefetch(member_lba);
     }
 
     fn stats(&self) -> DeviceStats {

@@ -142,18 +142,27 @@ pub fn run<D: VirtualDevice>(
     opts.validate()?;
     let spec = spec.resolve(dev.capacity_bytes(), dev.sector_bytes())?;
     let mut master = Prng::from_seed(opts.seed);
-    let mut gens: Vec<(Generator, Prng)> = (0..opts.threads)
-        .map(|i| (Generator::new(&spec, i, opts.threads), master.fork()))
+    // Each thread's next I/O is drawn one step early so that the device can
+    // prefetch its map entry while other I/Os are simulated; the sequence
+    // per thread is unchanged.
+    let mut gens: Vec<(Generator, Prng, workload::Io)> = (0..opts.threads)
+        .map(|i| {
+            let mut g = Generator::new(&spec, i, opts.threads);
+            let mut p = master.fork();
+            let first = g.next(&mut p);
+            (g, p, first)
+        })
         .collect();
     let outstanding = (opts.threads * opts.queue_depth) as usize;
     let mut queue: EventQueue<(u32, Nanos, bool, u64)> = EventQueue::with_capacity(outstanding);
     let submit = |dev: &mut D,
-                  gens: &mut [(Generator, Prng)],
+                  gens: &mut [(Generator, Prng, workload::Io)],
                   thread: u32,
                   at: Nanos|
      -> Result<(Nanos, bool, u64), RunError> {
-        let (g, p) = &mut gens[thread as usize];
-        let io = g.next(p);
+        let (g, p, next) = &mut gens[thread as usize];
+        let io = std::mem::replace(next, g.next(p));
+        dev.prefetch(next.offset);
         let kind = if io.is_read {
             IoKind::Read
         } else {
