@@ -36,12 +36,12 @@ for format in stock hp; do
   mkdir -p "$work/mnt"
   mount "$dev" "$work/mnt"
   mkdir "$work/mnt/pgdata" && chown postgres: "$work/mnt/pgdata"
-  runuser -u postgres -- "$PGBIN/initdb" -q -D "$work/mnt/pgdata" >/dev/null
-  runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/mnt/pgdata" -l "$work/pg-$format.log" \
-    -o "-p $PORT -k $work/mnt -c listen_addresses=''" -w start >/dev/null
-  runuser -u postgres -- pgbench -h "$work/mnt" -p $PORT -i -q -s "$PGSCALE" postgres >/dev/null 2>&1
+  runuser -u postgres -- "$PGBIN/initdb" -D "$work/mnt/pgdata" >/dev/null 2>&1
   logdir=$work/mnt/pglog && mkdir "$logdir" && chown postgres: "$logdir"
-  out=$(cd "$logdir" && runuser -u postgres -- pgbench -h "$work/mnt" -p $PORT -c "$CLIENTS" \
+  runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/mnt/pgdata" -l "$logdir/server.log" \
+    -o "-p $PORT -k $logdir -c listen_addresses=''" -w start >/dev/null
+  runuser -u postgres -- pgbench -h "$logdir" -p $PORT -i -q -s "$PGSCALE" postgres >/dev/null 2>&1
+  out=$(cd "$logdir" && runuser -u postgres -- pgbench -h "$logdir" -p $PORT -c "$CLIENTS" \
     -j 2 -T "$SECONDS_RUN" -l postgres 2>/dev/null)
   tps=$(grep -oP 'tps = \K[0-9.]+' <<<"$out" | head -1)
   p99=$(cat "$logdir"/pgbench_log.* | awk '{print $3}' | sort -n |
