@@ -27,6 +27,12 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Run a whole enterprise SSD review on one or more targets and write a report.
     Review(ReviewArgs),
+    /// Serve a modelled card as Linux block devices (FUSE + loop), or --list them.
+    Attach(Box<blockdev::cli::AttachArgs>),
+    /// Flush, detach and stop an attached card.
+    Detach(blockdev::cli::DetachArgs),
+    /// Live counters of attached cards.
+    Status(blockdev::cli::StatusArgs),
 }
 
 /// The card and how it is formatted.

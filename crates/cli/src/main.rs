@@ -20,6 +20,9 @@ fn main() {
         args::Command::Profiles => cmd_devices::profiles(),
         args::Command::Validate(a) => cmd_validate::validate(a),
         args::Command::Review(a) => cmd_review::review(a),
+        args::Command::Attach(a) => blockdev::cli::run_attach(*a),
+        args::Command::Detach(a) => blockdev::cli::run_detach(a),
+        args::Command::Status(a) => blockdev::cli::run_status(a),
     };
     if let Err(e) = result {
         eprintln!("vsl: error: {e:#}");
