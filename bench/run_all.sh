@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # Every figure the issues name, each with its baseline from the same run.
+# Long: the full review alone takes several minutes. Real-time benches need
+# root, /dev/fuse and loop devices.
 set -euo pipefail
 cd "$(dirname "$0")"
-echo "== write amplification vs analytic limit"; ./wa_table.sh
-echo; echo "== simulation speed vs fio null engine"; ./speed.sh
-echo; echo "== validation table (scale 0.05)"; ./validate --window 60s
+echo "== issue 2: write amplification vs analytic limit"; ./wa_table.sh
+echo; echo "== issue 2: simulation speed vs fio null engine"; ./speed.sh
+echo; echo "== issue 2: validation table (full-size card)"; ./validate --scale 1 --window 120s
+echo; echo "== issue 3: our real-time engine vs fio"; ./fio_agreement.sh 5 1G
+echo; echo "== issue 3: full default review, stock vs hp"; ./review_full.sh
+echo; echo "== issue 4: attach speed and added latency"; ./attach_speed.sh
+echo; echo "== issue 4: 100 power cuts"; ./powercut.sh
+echo; echo "== issue 4: pgbench, stock vs hp"; ./pgbench.sh
