@@ -1,46 +1,29 @@
 use crate::args::{CardArgs, RunArgs, WorkloadArgs};
 use crate::output;
-use anyhow::{anyhow, bail, Context, Result};
-use device::{Card, CardConfig, Format, MemberSel, Preset, VirtualDevice};
+use anyhow::{anyhow, Context, Result};
+use device::{Card, CardConfig, VirtualDevice};
 use lab::{precondition_fill, RunOptions};
 use sim::Nanos;
 use workload::units::{parse_duration_ns, parse_percent, parse_size};
 use workload::{BlockSizes, Distribution, Profile, WorkloadSpec};
 
-/// Builds the card configuration from the command line.
+/// Builds the card configuration from the command line (the same parsing
+/// `vsl attach` uses, so both spell a card the same way).
 pub fn card_config(a: &CardArgs) -> Result<CardConfig> {
-    let preset = Preset::by_name(&a.device).ok_or_else(|| {
-        anyhow!(
-            "unknown device '{}' (known: {})",
-            a.device,
-            Preset::names().join(", ")
-        )
-    })?;
-    let mut c = CardConfig::new(preset);
-    c.format = if let Some(cap) = &a.capacity {
-        Format::Capacity(parse_size(cap).map_err(|e| anyhow!("--capacity: {e}"))?)
-    } else if let Some(op) = &a.overprovision {
-        Format::Overprovision(parse_percent(op).map_err(|e| anyhow!("--overprovision: {e}"))?)
-    } else {
-        Format::parse(&a.format).map_err(|e| anyhow!("--format: {e}"))?
+    let spec = blockdev::store::CardSpec {
+        device: a.device.clone(),
+        format: a.format.clone(),
+        capacity: a.capacity.clone(),
+        overprovision: a.overprovision.clone(),
+        sector_size: a.sector_size.clone(),
+        member: a.member.clone(),
+        scale: a.scale.clone(),
+        gc_policy: a.gc_policy.clone(),
     };
-    c.sector_bytes = match a.sector_size.as_str() {
-        "512" => 512,
-        "4096" | "4k" | "4K" => 4096,
-        s => bail!("--sector-size: {s} is not 512 or 4096"),
-    };
-    c.member = MemberSel::parse(&a.member).map_err(|e| anyhow!("--member: {e}"))?;
+    let mut c = blockdev::cli::card_config(&spec)?;
+    // Virtual-time runs carry no data: no per-slot sequence numbers.
+    c.track_sequence = false;
     c.chunk_bytes = parse_size(&a.chunk).map_err(|e| anyhow!("--chunk: {e}"))?;
-    c.scale = a
-        .scale
-        .parse::<f64>()
-        .ok()
-        .filter(|s| *s > 0.0 && *s <= 1.0)
-        .ok_or_else(|| anyhow!("--scale: '{}' must be a number in (0, 1]", a.scale))?;
-    c.gc_policy = a
-        .gc_policy
-        .parse()
-        .map_err(|e: String| anyhow!("--gc-policy: {e}"))?;
     Ok(c)
 }
 

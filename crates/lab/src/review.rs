@@ -19,7 +19,11 @@
 
 use crate::runner::{precondition_fill, run, RunError, RunOptions, RunResult};
 use crate::stats::IntervalStats;
-use crate::steady::converged_round;
+use crate::steady::check_window;
+
+fn check_last_window(rounds: &[f64]) -> bool {
+    check_window(rounds).is_some_and(|c| c.steady)
+}
 use device::{Card, CardConfig, VirtualDevice};
 use serde::{Deserialize, Serialize};
 use sim::Nanos;
@@ -478,8 +482,11 @@ fn precondition(
         iops.push(s.iops);
         pr.precondition.push(s);
         if written >= cap || spec.read_fraction >= 1.0 {
-            if let Some(n) = converged_round(&iops) {
-                pr.converged_round = Some(n);
+            // The round steady state is declared in: the first steady
+            // window after the workload has written the capacity once (an
+            // earlier window may look flat on a fresh card).
+            if check_last_window(&iops) {
+                pr.converged_round = Some(iops.len());
                 break;
             }
         }

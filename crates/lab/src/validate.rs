@@ -2,7 +2,7 @@
 //! preset through the reviews' tests, model vs measured.
 
 use crate::runner::{precondition_fill, run, RunError, RunOptions, RunResult};
-use crate::steady::converged_round;
+use crate::steady::check_window;
 use device::{Card, CardConfig, Preset, VirtualDevice};
 use serde::Serialize;
 use sim::Nanos;
@@ -114,8 +114,8 @@ pub fn precondition_steady(
         rounds_lat.push(r.summary.totals.lat_avg_us);
         let written = card.stats().host_bytes_written - before;
         if written >= cap {
-            if let Some(n) = converged_round(&rounds_iops) {
-                converged = Some(n);
+            if check_window(&rounds_iops).is_some_and(|c| c.steady) {
+                converged = Some(rounds_iops.len());
                 break;
             }
         }
