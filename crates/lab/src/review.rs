@@ -481,14 +481,12 @@ fn precondition(
         ctx.result.ios += s.ios;
         iops.push(s.iops);
         pr.precondition.push(s);
-        if written >= cap || spec.read_fraction >= 1.0 {
-            // The round steady state is declared in: the first steady
-            // window after the workload has written the capacity once (an
-            // earlier window may look flat on a fresh card).
-            if check_last_window(&iops) {
-                pr.converged_round = Some(iops.len());
-                break;
-            }
+        // The round steady state is declared in: the first steady window
+        // after the workload has written the capacity once (an earlier
+        // window may look flat on a fresh card).
+        if (written >= cap || spec.read_fraction >= 1.0) && check_last_window(&iops) {
+            pr.converged_round = Some(iops.len());
+            break;
         }
         if round % 10 == 9 {
             (ctx.progress)(&format!(

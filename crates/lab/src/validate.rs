@@ -113,11 +113,9 @@ pub fn precondition_steady(
         rounds_iops.push(r.summary.totals.iops);
         rounds_lat.push(r.summary.totals.lat_avg_us);
         let written = card.stats().host_bytes_written - before;
-        if written >= cap {
-            if check_window(&rounds_iops).is_some_and(|c| c.steady) {
-                converged = Some(rounds_iops.len());
-                break;
-            }
+        if written >= cap && check_window(&rounds_iops).is_some_and(|c| c.steady) {
+            converged = Some(rounds_iops.len());
+            break;
         }
     }
     Ok(Preconditioned {
