@@ -90,9 +90,10 @@ pub trait VirtualDevice {
         len: u64,
     ) -> Result<Nanos, DeviceError>;
     fn stats(&self) -> DeviceStats;
-    /// A hint that an I/O at `offset` comes soon (the model prefetches its
-    /// map entry). Changes no state and no result.
-    fn prefetch(&self, _offset: u64) {}
+    /// A hint that an I/O at `offset` comes soon: the model prefetches its
+    /// map entry, and with `deep` (the map entry is expected to be cached
+    /// by now) what the entry points to. Changes no state and no result.
+    fn prefetch(&self, _offset: u64, _deep: bool) {}
 }
 
 /// Which ioMemory devices of a card to use.
@@ -408,16 +409,19 @@ impl VirtualDevice for Card {
         Ok(done)
     }
 
-    fn prefetch(&self, offset: u64) {
+    fn prefetch(&self, offset: u64, deep: bool) {
         let lba = offset / self.sector_bytes as u64;
-        if self.members.len() == 1 {
-            self.members[0].vsl.prefetch(lba);
-            return;
-        }
-        let chunk = lba / self.chunk_sectors;
-        let m = self.members.len() as u64;
-        let member_lba = (chunk / m) * self.chunk_sectors + lba % self.chunk_sectors;
-        self.members[(chunk % m) as usize].vsl.prefetch(member_lba);
+        let (member, member_lba) = if self.members.len() == 1 {
+            (0, lba)
+        } else {
+            let chunk = lba / self.chunk_sectors;
+            let m = self.members.len() as u64;
+            (
+                (chunk % m) as usize,
+                (chunk / m) * self.chunk_sectors + lba % self.chunk_sectors,
+            )
+        };
+        self.members[member].vsl.prefetch(member_lba, deep);
     }
 
     fn stats(&self) -> DeviceStats {

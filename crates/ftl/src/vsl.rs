@@ -433,22 +433,21 @@ impl Vsl {
     }
 
     /// Hints that logical sector `lba` is about to be accessed: brings its
-    /// map entry towards the cache. No effect on state or results.
+    /// map entry towards the cache, or with `deep` (the entry should be
+    /// cached by now) the valid-bit word of the slot it points to, which an
+    /// overwrite clears. No effect on state or results.
     #[inline]
-    pub fn prefetch(&self, lba: u64) {
-        #[cfg(target_arch = "x86_64")]
-        if let Some(entry) = self.l2p.get(lba as usize) {
-            // SAFETY: prefetching is a hint that never faults, and the
-            // pointer comes from a live slice element.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch(
-                    (entry as *const u32).cast::<i8>(),
-                    std::arch::x86_64::_MM_HINT_T0,
-                );
+    pub fn prefetch(&self, lba: u64, deep: bool) {
+        let Some(entry) = self.l2p.get(lba as usize) else {
+            return;
+        };
+        if !deep {
+            prefetch_line(entry);
+        } else if *entry != UNMAPPED {
+            if let Some(word) = self.valid_bits.get((*entry / 64) as usize) {
+                prefetch_line(word);
             }
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = lba;
     }
 
     /// Physical slot of a logical sector, if mapped (for tests and tools).
@@ -874,4 +873,21 @@ impl Vsl {
         vsl.stats.host_sectors_written = max_seq;
         Ok(vsl)
     }
+}
+
+/// Asks the CPU to bring the cache line holding `value` closer; a hint that
+/// never faults and changes nothing else.
+#[inline]
+fn prefetch_line<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint that never faults, and the pointer comes
+    // from a live reference.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(
+            (value as *const T).cast::<i8>(),
+            std::arch::x86_64::_MM_HINT_T0,
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
 }

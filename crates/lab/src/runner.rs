@@ -145,24 +145,28 @@ pub fn run<D: VirtualDevice>(
     // Each thread's next I/O is drawn one step early so that the device can
     // prefetch its map entry while other I/Os are simulated; the sequence
     // per thread is unchanged.
-    let mut gens: Vec<(Generator, Prng, workload::Io)> = (0..opts.threads)
+    let mut gens: Vec<(Generator, Prng, [workload::Io; 2])> = (0..opts.threads)
         .map(|i| {
             let mut g = Generator::new(&spec, i, opts.threads);
             let mut p = master.fork();
             let first = g.next(&mut p);
-            (g, p, first)
+            let second = g.next(&mut p);
+            (g, p, [first, second])
         })
         .collect();
     let outstanding = (opts.threads * opts.queue_depth) as usize;
     let mut queue: EventQueue<(u32, Nanos, bool, u64)> = EventQueue::with_capacity(outstanding);
     let submit = |dev: &mut D,
-                  gens: &mut [(Generator, Prng, workload::Io)],
+                  gens: &mut [(Generator, Prng, [workload::Io; 2])],
                   thread: u32,
                   at: Nanos|
      -> Result<(Nanos, bool, u64), RunError> {
-        let (g, p, next) = &mut gens[thread as usize];
-        let io = std::mem::replace(next, g.next(p));
-        dev.prefetch(next.offset);
+        let (g, p, ahead) = &mut gens[thread as usize];
+        let io = ahead[0];
+        ahead[0] = ahead[1];
+        ahead[1] = g.next(p);
+        dev.prefetch(ahead[1].offset, false);
+        dev.prefetch(ahead[0].offset, true);
         let kind = if io.is_read {
             IoKind::Read
         } else {
