@@ -38,6 +38,37 @@ impl CardFs {
         }
     }
 
+    /// Answers an I/O no earlier than the model's completion time (or at
+    /// once with `--timing none`), or fails it with its errno.
+    fn complete(
+        &self,
+        e: Arc<Engine>,
+        result: Result<crate::engine::Completion, crate::engine::EngineError>,
+        is_write: bool,
+        received: Instant,
+        answer: impl FnOnce(Result<(), Errno>) + Send + 'static,
+    ) {
+        match result {
+            Ok(done) => {
+                let wait = e.wait_for(done);
+                let ack: crate::timer::Ack = Box::new(move |now| {
+                    answer(Ok(()));
+                    e.counters.record(is_write, received, now, done);
+                });
+                match wait {
+                    Some(at) => self.timer.at(at, ack),
+                    None => ack(Instant::now()),
+                }
+            }
+            Err(err) => {
+                e.counters
+                    .errors
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                answer(Err(errno(&err)))
+            }
+        }
+    }
+
     fn engine(&self, ino: INodeNo) -> Option<&Arc<Engine>> {
         let i = ino.0.checked_sub(ROOT + 1)?;
         self.engines.get(i as usize)
@@ -171,25 +202,11 @@ impl Filesystem for CardFs {
         }
         let len = (size as u64).min(cap - offset);
         let mut buf = Vec::new();
-        match e.read(offset, len, &mut buf) {
-            Ok(done) => {
-                let wait = e.wait_for(done);
-                let ack: crate::timer::Ack = Box::new(move |now| {
-                    reply.data(&buf);
-                    e.counters.record(false, received, now, done);
-                });
-                match wait {
-                    Some(at) => self.timer.at(at, ack),
-                    None => ack(Instant::now()),
-                }
-            }
-            Err(err) => {
-                e.counters
-                    .errors
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                reply.error(errno(&err))
-            }
-        }
+        let result = e.read(offset, len, &mut buf);
+        self.complete(e, result, false, received, move |r| match r {
+            Ok(()) => reply.data(&buf),
+            Err(code) => reply.error(code),
+        });
     }
 
     fn write(
@@ -209,25 +226,11 @@ impl Filesystem for CardFs {
             return reply.error(Errno::ENOENT);
         };
         let n = data.len() as u32;
-        match e.write(offset, data) {
-            Ok(done) => {
-                let wait = e.wait_for(done);
-                let ack: crate::timer::Ack = Box::new(move |now| {
-                    reply.written(n);
-                    e.counters.record(true, received, now, done);
-                });
-                match wait {
-                    Some(at) => self.timer.at(at, ack),
-                    None => ack(Instant::now()),
-                }
-            }
-            Err(err) => {
-                e.counters
-                    .errors
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                reply.error(errno(&err))
-            }
-        }
+        let result = e.write(offset, data);
+        self.complete(e, result, true, received, move |r| match r {
+            Ok(()) => reply.written(n),
+            Err(code) => reply.error(code),
+        });
     }
 
     fn flush(
