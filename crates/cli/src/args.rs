@@ -170,7 +170,7 @@ pub struct ReviewArgs {
     /// or blockdev:/dev/NAME.
     #[arg(long = "target", value_name = "TARGET")]
     pub targets: Vec<String>,
-    /// A TOML review plan (keys of lab::review::ReviewPlan; see docs).
+    /// A TOML review plan (every key with its default: docs/review-plan.toml).
     #[arg(long)]
     pub plan: Option<std::path::PathBuf>,
     /// Shorten every phase (scaled card, short rounds and windows) for a first look.

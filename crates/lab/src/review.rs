@@ -682,6 +682,20 @@ mod tests {
         assert!(phases > 20);
     }
 
+    /// The example plan in docs/ stays true: it parses, and every value it
+    /// sets is the default.
+    #[test]
+    fn documented_example_plan_is_the_default() {
+        let text = include_str!("../../../docs/review-plan.toml");
+        let p = ReviewPlan::from_toml_text(text, ReviewPlan::quick()).unwrap();
+        let mut d = ReviewPlan::default();
+        d.targets = vec![
+            "iodrive-duo-640-mlc:stock".into(),
+            "iodrive-duo-640-mlc:hp".into(),
+        ];
+        assert_eq!(toml::to_string(&p).unwrap(), toml::to_string(&d).unwrap());
+    }
+
     #[test]
     fn bad_plan_is_reported_not_panicked() {
         let mut plan = ReviewPlan::quick();
