@@ -688,11 +688,13 @@ mod tests {
     fn documented_example_plan_is_the_default() {
         let text = include_str!("../../../docs/review-plan.toml");
         let p = ReviewPlan::from_toml_text(text, ReviewPlan::quick()).unwrap();
-        let mut d = ReviewPlan::default();
-        d.targets = vec![
-            "iodrive-duo-640-mlc:stock".into(),
-            "iodrive-duo-640-mlc:hp".into(),
-        ];
+        let d = ReviewPlan {
+            targets: vec![
+                "iodrive-duo-640-mlc:stock".into(),
+                "iodrive-duo-640-mlc:hp".into(),
+            ],
+            ..ReviewPlan::default()
+        };
         assert_eq!(toml::to_string(&p).unwrap(), toml::to_string(&d).unwrap());
     }
 
