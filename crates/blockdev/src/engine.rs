@@ -9,13 +9,22 @@
 //! follows the model: host sectors go to the slots the FTL placed them in,
 //! GC moves copy slots and erases clear them, in the order the FTL did them,
 //! before the I/O is acknowledged.
+//!
+//! Concurrency: the model runs under one lock per device, and so do GC
+//! copies and erases in the store. A host write stores its own data and
+//! records, and a host read reads its data, after the lock is released, so
+//! that I/Os overlap their store syscalls. While they are in flight the
+//! slots' erase unit is *pinned* (write pins and read pins). Under the
+//! lock, a read or a GC copy of a slot first waits for its unit's write
+//! pins to drop (the data may not be stored yet), and an erase for both.
+//! Pins are taken only under the lock, so these waits always end.
 
 use crate::store::{MemberStore, StoreError};
 use device::{Card, CardConfig, DeviceError, IoKind, VirtualDevice};
 use ftl::{MediaEvent, Vsl};
 use hdrhistogram::Histogram;
 use sim::Nanos;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -128,7 +137,36 @@ struct Inner {
     card: Card,
     events: Vec<MediaEvent>,
     last_submit: Nanos,
-    scratch: Vec<u8>,
+}
+
+/// GC copies from consecutive slots to consecutive slots.
+#[derive(Default)]
+struct MoveRun {
+    from: u32,
+    to: u32,
+    records: Vec<(u32, u64)>,
+}
+
+impl MoveRun {
+    /// Adds a copy if it continues the run (or the run is empty).
+    fn extend(&mut self, from: u32, to: u32, lba: u32, seq: u64) -> bool {
+        let n = self.records.len() as u32;
+        if n == 0 {
+            self.from = from;
+            self.to = to;
+        } else if from != self.from + n || to != self.to + n || n >= 256 {
+            return false;
+        }
+        self.records.push((lba, seq));
+        true
+    }
+}
+
+/// One run of consecutive slots of a host write, stored after the lock.
+struct Run {
+    psa: u32,
+    /// Byte offset of the run in the write's data.
+    at: usize,
     records: Vec<(u32, u64)>,
 }
 
@@ -141,6 +179,11 @@ pub struct Engine {
     sector: u64,
     capacity: u64,
     lebs: u32,
+    slots_per_leb: u32,
+    /// Per erase unit: host writes storing into it outside the lock.
+    pins: Vec<AtomicU32>,
+    /// Per erase unit: host reads reading from it outside the lock.
+    read_pins: Vec<AtomicU32>,
     pub member: u32,
     pub counters: Counters,
 }
@@ -167,6 +210,7 @@ impl Engine {
         let ftl_cfg = card.members[0].vsl.config().clone();
         let user = ftl_cfg.user_sectors;
         let lebs = ftl_cfg.geometry.lebs();
+        let slots_per_leb = ftl_cfg.slots_per_leb();
         let scan = store.scan(user)?;
         let wear = store.load_wear(lebs)?;
         let mut vsl = Vsl::recover(ftl_cfg, &scan.records, scan.seq_max, Some(&wear))?;
@@ -185,13 +229,14 @@ impl Engine {
                 card,
                 events: Vec::new(),
                 last_submit: Nanos::ZERO,
-                scratch: vec![0; 1 << 20],
-                records: Vec::new(),
             }),
             store,
             epoch,
             timing,
             lebs,
+            slots_per_leb,
+            pins: (0..lebs).map(|_| AtomicU32::new(0)).collect(),
+            read_pins: (0..lebs).map(|_| AtomicU32::new(0)).collect(),
             member,
             counters: Counters::default(),
         })
@@ -226,6 +271,34 @@ impl Engine {
         })
     }
 
+    fn leb_of(&self, psa: u32) -> usize {
+        (psa / self.slots_per_leb) as usize
+    }
+
+    /// Waits (under the lock) until no host write is storing into the
+    /// erase unit of `psa`.
+    fn settle(&self, psa: u32) {
+        let pins = &self.pins[self.leb_of(psa)];
+        while pins.load(Ordering::Acquire) != 0 {
+            std::thread::yield_now();
+        }
+    }
+
+    /// Stores a run of GC copies (data, then records) and empties it.
+    fn copy_run(&self, run: &mut MoveRun) -> Result<(), EngineError> {
+        let n = run.records.len() as u32;
+        if n == 0 {
+            return Ok(());
+        }
+        for leb in self.leb_of(run.from)..=self.leb_of(run.from + n - 1) {
+            self.settle(leb as u32 * self.slots_per_leb);
+        }
+        self.store.copy_data(run.from, run.to, n)?;
+        self.store.write_oob(run.to, &run.records)?;
+        run.records.clear();
+        Ok(())
+    }
+
     /// Writes `data` at `offset`; returns when it may be acknowledged.
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<Completion, EngineError> {
         let mut g = self.lock();
@@ -236,45 +309,77 @@ impl Engine {
         let count = data.len() as u64 / self.sector;
         let vsl = &mut inner.card.members[0].vsl;
         vsl.drain_media_log(&mut inner.events);
+        // GC copies batched into runs of consecutive source and target slots.
+        let mut moves = MoveRun::default();
         for e in inner.events.drain(..) {
             match e {
                 MediaEvent::Moved { from, to, lba, seq } => {
                     let l = lba as u64;
-                    let sector = self.sector as usize;
                     if seq > seq_before && l >= start && l < start + count {
                         // This write's own sector, moved before we stored it.
+                        self.copy_run(&mut moves)?;
+                        let sector = self.sector as usize;
                         let at = (l - start) as usize * sector;
                         self.store.write_data(to, &data[at..at + sector])?;
-                    } else {
-                        let buf = &mut inner.scratch[..sector];
-                        self.store.read_data(from, buf)?;
-                        self.store.write_data(to, buf)?;
+                        self.store.write_oob(to, &[(lba, seq)])?;
+                    } else if !moves.extend(from, to, lba, seq) {
+                        self.copy_run(&mut moves)?;
+                        moves.extend(from, to, lba, seq);
                     }
-                    self.store.write_oob(to, &[(lba, seq)])?;
                 }
-                MediaEvent::Erased { leb } => self.store.erase(leb)?,
+                MediaEvent::Erased { leb } => {
+                    self.copy_run(&mut moves)?;
+                    self.settle(leb * self.slots_per_leb);
+                    let readers = &self.read_pins[leb as usize];
+                    while readers.load(Ordering::Acquire) != 0 {
+                        std::thread::yield_now();
+                    }
+                    self.store.erase(leb)?
+                }
             }
         }
-        // Host data in runs of consecutive slots: data, then its records.
+        self.copy_run(&mut moves)?;
+        // Host data in runs of consecutive slots, each pinned until stored.
+        let mut runs: Vec<Run> = Vec::new();
         let mut i = 0u64;
         while i < count {
             let psa = vsl.lookup(start + i).expect("a written sector is mapped");
-            inner.records.clear();
+            let mut records = Vec::new();
             let mut n = 0u64;
             while i + n < count && vsl.lookup(start + i + n) == Some(psa + n as u32) {
                 let l = start + i + n;
-                inner
-                    .records
-                    .push((l as u32, vsl.slot_sequence(psa + n as u32)));
+                records.push((l as u32, vsl.slot_sequence(psa + n as u32)));
                 n += 1;
             }
-            let at = (i * self.sector) as usize;
-            self.store
-                .write_data(psa, &data[at..at + (n * self.sector) as usize])?;
-            self.store.write_oob(psa, &inner.records)?;
+            runs.push(Run {
+                psa,
+                at: (i * self.sector) as usize,
+                records,
+            });
             i += n;
         }
+        let mut pinned: Vec<usize> = Vec::with_capacity(2);
+        for r in &runs {
+            let first = self.leb_of(r.psa);
+            let last = self.leb_of(r.psa + r.records.len() as u32 - 1);
+            for leb in first..=last {
+                if !pinned.contains(&leb) {
+                    self.pins[leb].fetch_add(1, Ordering::AcqRel);
+                    pinned.push(leb);
+                }
+            }
+        }
         drop(g);
+        // Data before the records that name it.
+        let stored = runs.iter().try_for_each(|r| {
+            let len = r.records.len() * self.sector as usize;
+            self.store.write_data(r.psa, &data[r.at..r.at + len])?;
+            self.store.write_oob(r.psa, &r.records)
+        });
+        for leb in pinned {
+            self.pins[leb].fetch_sub(1, Ordering::AcqRel);
+        }
+        stored?;
         self.counters.writes.fetch_add(1, Relaxed);
         self.counters
             .bytes_written
@@ -297,6 +402,10 @@ impl Engine {
         let vsl = &inner.card.members[0].vsl;
         let start = offset / self.sector;
         let count = len / self.sector;
+        // Runs of consecutive slots (unmapped sectors read as zeros), their
+        // units pinned against erase until read.
+        let mut runs: Vec<(u32, usize, usize)> = Vec::new();
+        let mut pinned: Vec<usize> = Vec::with_capacity(2);
         let mut i = 0u64;
         while i < count {
             let Some(psa) = vsl.lookup(start + i) else {
@@ -307,12 +416,24 @@ impl Engine {
             while i + n < count && vsl.lookup(start + i + n) == Some(psa + n as u32) {
                 n += 1;
             }
-            let at = (i * self.sector) as usize;
-            self.store
-                .read_data(psa, &mut out[at..at + (n * self.sector) as usize])?;
+            for leb in self.leb_of(psa)..=self.leb_of(psa + n as u32 - 1) {
+                self.settle(leb as u32 * self.slots_per_leb);
+                if !pinned.contains(&leb) {
+                    self.read_pins[leb].fetch_add(1, Ordering::AcqRel);
+                    pinned.push(leb);
+                }
+            }
+            runs.push((psa, (i * self.sector) as usize, (n * self.sector) as usize));
             i += n;
         }
         drop(g);
+        let read = runs
+            .iter()
+            .try_for_each(|&(psa, at, len)| self.store.read_data(psa, &mut out[at..at + len]));
+        for leb in pinned {
+            self.read_pins[leb].fetch_sub(1, Ordering::AcqRel);
+        }
+        read?;
         self.counters.reads.fetch_add(1, Relaxed);
         self.counters.bytes_read.fetch_add(len, Relaxed);
         Ok(done)

@@ -16,6 +16,11 @@
 //! names it, and an erase zeroes the records of its unit before the slots
 //! are reused, so after a crash a record always describes the data beside
 //! it. The map is rebuilt from these records ([`MemberStore::scan`]).
+//!
+//! The out-of-band file is fully allocated and mapped shared into memory:
+//! a record is a 16-byte store into the page cache, which survives the
+//! daemon's death exactly as a `pwrite` would, and [`MemberStore::sync`]
+//! writes it back with the rest.
 
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
@@ -316,6 +321,8 @@ pub struct MemberStore {
     pub member: u32,
     data: File,
     oob: File,
+    /// `oob` mapped shared, read and write.
+    oob_map: memmap2::MmapRaw,
     trim: File,
     wear: File,
     sector: u64,
@@ -348,10 +355,19 @@ impl MemberStore {
     fn open(dir: &Path, member: u32, h: &StoreHeader) -> Result<MemberStore, StoreError> {
         let p = |ext: &str| dir.join(format!("member{member}.{ext}"));
         let data_path = p("data");
+        let oob_path = p("oob");
+        let oob_len = h.physical_slots * OOB_BYTES;
+        let oob = open_sized(&oob_path, oob_len)?;
+        allocate(&oob, oob_len).map_err(io_err(&oob_path))?;
+        let oob_map = memmap2::MmapOptions::new()
+            .len(oob_len as usize)
+            .map_raw(&oob)
+            .map_err(io_err(&oob_path))?;
         Ok(MemberStore {
             member,
             data: open_sized(&data_path, h.data_bytes_per_member())?,
-            oob: open_sized(&p("oob"), h.physical_slots * OOB_BYTES)?,
+            oob,
+            oob_map,
             trim: open_sized(&p("trim"), h.user_sectors * 8)?,
             wear: open_sized(&p("wear"), h.lebs as u64 * 4)?,
             sector: h.sector_bytes as u64,
@@ -378,26 +394,89 @@ impl MemberStore {
             .map_err(|e| self.err(e))
     }
 
+    /// Copies the data of `n` consecutive slots from `from` to `to` (a GC
+    /// move), inside the kernel where it can.
+    pub fn copy_data(&self, from: u32, to: u32, n: u32) -> Result<(), StoreError> {
+        let fd = self.data.as_raw_fd();
+        let mut src = from as i64 * self.sector as i64;
+        let mut dst = to as i64 * self.sector as i64;
+        let mut left = n as usize * self.sector as usize;
+        while left > 0 {
+            // SAFETY: valid descriptor and offsets we own; non-overlapping
+            // ranges (distinct slots).
+            let rc = unsafe { libc::copy_file_range(fd, &mut src, fd, &mut dst, left, 0) };
+            if rc > 0 {
+                left -= rc as usize;
+                continue;
+            }
+            let e = std::io::Error::last_os_error();
+            let unsupported = matches!(
+                e.raw_os_error(),
+                Some(libc::ENOSYS | libc::EXDEV | libc::EINVAL | libc::EOPNOTSUPP)
+            );
+            if rc == 0 || unsupported {
+                // Copy what is left through a buffer.
+                let mut buf = vec![0u8; left];
+                self.data
+                    .read_exact_at(&mut buf, src as u64)
+                    .map_err(|e| self.err(e))?;
+                return self
+                    .data
+                    .write_all_at(&buf, dst as u64)
+                    .map_err(|e| self.err(e));
+            }
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(self.err(e));
+            }
+        }
+        Ok(())
+    }
+
+    /// The mapped records of `n` slots from `psa`, as a raw pointer.
+    ///
+    /// Callers write disjoint slots concurrently: a slot's record is
+    /// written only by the one I/O that owns the slot at that moment (see
+    /// the engine's pinning), so no two writes to the same bytes race.
+    fn oob_ptr(&self, psa: u32, n: usize) -> Result<*mut u8, StoreError> {
+        let at = psa as usize * OOB_BYTES as usize;
+        if at + n * OOB_BYTES as usize > self.oob_map.len() {
+            return Err(StoreError::Corrupt {
+                path: self.data_path.clone(),
+                what: format!("slot {psa} + {n} is beyond the out-of-band file"),
+            });
+        }
+        // SAFETY: in bounds of the live mapping (checked above).
+        Ok(unsafe { self.oob_map.as_mut_ptr().add(at) })
+    }
+
     /// Writes the out-of-band records of consecutive slots from `psa`.
     pub fn write_oob(&self, psa: u32, records: &[(u32, u64)]) -> Result<(), StoreError> {
-        let mut buf = Vec::with_capacity(records.len() * OOB_BYTES as usize);
+        let dst = self.oob_ptr(psa, records.len())?;
         for (i, &(lba, seq)) in records.iter().enumerate() {
-            buf.extend_from_slice(&lba.to_le_bytes());
-            buf.extend_from_slice(&check(psa + i as u32, lba).to_le_bytes());
-            buf.extend_from_slice(&seq.to_le_bytes());
+            let mut rec = [0u8; OOB_BYTES as usize];
+            rec[0..4].copy_from_slice(&lba.to_le_bytes());
+            rec[4..8].copy_from_slice(&check(psa + i as u32, lba).to_le_bytes());
+            rec[8..16].copy_from_slice(&seq.to_le_bytes());
+            // SAFETY: dst covers `records.len()` records (oob_ptr) and no
+            // other thread writes these slots now (see oob_ptr).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    rec.as_ptr(),
+                    dst.add(i * OOB_BYTES as usize),
+                    OOB_BYTES as usize,
+                )
+            };
         }
-        self.oob
-            .write_all_at(&buf, psa as u64 * OOB_BYTES)
-            .map_err(|e| self.err(e))
+        Ok(())
     }
 
     /// Erases erase unit `leb`: its records first, then its data.
     pub fn erase(&self, leb: u32) -> Result<(), StoreError> {
         let first = leb as u64 * self.spl;
-        let zeros = vec![0u8; (self.spl * OOB_BYTES) as usize];
-        self.oob
-            .write_all_at(&zeros, first * OOB_BYTES)
-            .map_err(|e| self.err(e))?;
+        let dst = self.oob_ptr(first as u32, self.spl as usize)?;
+        // SAFETY: in bounds (oob_ptr); the unit is erased under the device
+        // lock with no write in flight into it.
+        unsafe { std::ptr::write_bytes(dst, 0, (self.spl * OOB_BYTES) as usize) };
         punch(&self.data, first * self.sector, self.spl * self.sector).map_err(|e| self.err(e))
     }
 
@@ -495,6 +574,7 @@ impl MemberStore {
     /// Makes everything written so far durable against power loss of the
     /// host (a daemon crash alone loses nothing that was written).
     pub fn sync(&self) -> Result<(), StoreError> {
+        self.oob_map.flush().map_err(|e| self.err(e))?;
         for f in [&self.data, &self.oob, &self.trim, &self.wear] {
             f.sync_data().map_err(|e| self.err(e))?;
         }
@@ -512,6 +592,22 @@ pub struct Scan {
 
 fn check(psa: u32, lba: u32) -> u32 {
     OOB_CHECK ^ lba.rotate_left(7) ^ psa.wrapping_mul(0x9E37_79B9)
+}
+
+/// Allocates the whole file, so that stores through a mapping of it can
+/// not meet a full filesystem (which would be a SIGBUS). Filesystems
+/// without `fallocate` keep the sparse file.
+fn allocate(f: &File, len: u64) -> std::io::Result<()> {
+    // SAFETY: fallocate on a valid, owned descriptor.
+    let rc = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, len as libc::off_t) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
+        return Ok(());
+    }
+    Err(e)
 }
 
 fn punch(f: &File, offset: u64, len: u64) -> std::io::Result<()> {
