@@ -107,7 +107,7 @@ fn concurrent_writers_and_gc_lose_nothing_across_reopen() {
                 let mut done = 0;
                 while done < 2 * writes_per_thread {
                     let r = rng.next();
-                    let n = if r % 8 == 0 { 1 + (r >> 8) % 8 } else { 1 };
+                    let n = if r.is_multiple_of(8) { 1 + (r >> 8) % 8 } else { 1 };
                     // Second half: a hot set of 64 sectors per thread.
                     let span = if done < writes_per_thread { per } else { 64 };
                     let first = (r >> 16) % (span - n + 1);
@@ -121,7 +121,7 @@ fn concurrent_writers_and_gc_lose_nothing_across_reopen() {
                         .write((base + first) * sector, &buf[..(n * sector) as usize])
                         .unwrap();
                     done += n;
-                    if r % 3 == 0 {
+                    if r.is_multiple_of(3) {
                         let i = (r >> 40) % span;
                         check(&engine, base + i, gens[i as usize], seed, "while writing");
                     }
