@@ -457,6 +457,13 @@ pub fn run_status(a: StatusArgs) -> Result<()> {
                 m.nand_bytes_programmed as f64 / 1e9, m.write_amplification, m.gc_runs, m.gc_sectors_moved,
                 m.erases, m.emulator_late_us_mean
             );
+            let l = &m.lifetime;
+            println!(
+                "    lifetime: {} reads, {} writes; host read {:.2} GB, written {:.2} GB, NAND programmed {:.2} GB, WA {:.2}, GC moved {} sectors, erases {}; attached {:.0} s",
+                l.reads, l.writes, l.host_bytes_read as f64 / 1e9, l.host_bytes_written as f64 / 1e9,
+                l.nand_bytes_programmed as f64 / 1e9, m.lifetime_write_amplification, l.gc_sectors_moved,
+                l.erases, l.attached_s
+            );
         }
     }
     Ok(())

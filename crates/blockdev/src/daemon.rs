@@ -336,6 +336,14 @@ impl Daemon {
         while !STOP.load(Ordering::SeqCst) {
             if Instant::now() >= next_sample {
                 sampler.sample(&self.engines);
+                for e in &self.engines {
+                    if let Err(err) = e.save_counters() {
+                        eprintln!(
+                            "vsl: saving the counters of ioMemory device {}: {err}",
+                            e.member
+                        );
+                    }
+                }
                 next_sample += Duration::from_secs(1);
             }
             match self.listener.accept() {

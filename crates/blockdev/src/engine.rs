@@ -19,7 +19,7 @@
 //! pins to drop (the data may not be stored yet), and an erase for both.
 //! Pins are taken only under the lock, so these waits always end.
 
-use crate::store::{MemberStore, StoreError};
+use crate::store::{Lifetime, MemberStore, StoreError};
 use device::{Card, CardConfig, DeviceError, IoKind, VirtualDevice};
 use ftl::{MediaEvent, Vsl};
 use hdrhistogram::Histogram;
@@ -186,6 +186,12 @@ pub struct Engine {
     read_pins: Vec<AtomicU32>,
     pub member: u32,
     pub counters: Counters,
+    /// Lifetime counters saved in the store at attach.
+    life_base: Lifetime,
+    /// One saver of the counters at a time (flushes come from several
+    /// FUSE threads and the daemon's sampler).
+    saving: Mutex<()>,
+    attached: Instant,
 }
 
 /// When an I/O may complete.
@@ -213,6 +219,7 @@ impl Engine {
         let slots_per_leb = ftl_cfg.slots_per_leb();
         let scan = store.scan(user)?;
         let wear = store.load_wear(lebs)?;
+        let life_base = store.load_lifetime()?;
         let mut vsl = Vsl::recover(ftl_cfg, &scan.records, scan.seq_max, Some(&wear))?;
         for &leb in &scan.lebs_with_records {
             if vsl.is_free_leb(leb) {
@@ -239,6 +246,9 @@ impl Engine {
             read_pins: (0..lebs).map(|_| AtomicU32::new(0)).collect(),
             member,
             counters: Counters::default(),
+            life_base,
+            saving: Mutex::new(()),
+            attached: Instant::now(),
         })
     }
 
@@ -466,15 +476,44 @@ impl Engine {
     /// power loss too. The card itself acknowledges from a power-cut
     /// protected buffer, so the model charges no time for it.
     pub fn flush(&self) -> Result<(), EngineError> {
+        self.counters.flushes.fetch_add(1, Relaxed);
+        self.save_counters()?;
+        self.store.sync()?;
+        Ok(())
+    }
+
+    /// Saves the erase counts and the lifetime counters to the store (the
+    /// daemon does so every second, and on flush and detach).
+    pub fn save_counters(&self) -> Result<(), EngineError> {
+        let _one = self.saving.lock().unwrap_or_else(|p| p.into_inner());
         let wear = {
             let g = self.lock();
             g.card.members[0].vsl.nand.erase_counts().to_vec()
         };
         debug_assert_eq!(wear.len(), self.lebs as usize);
         self.store.save_wear(&wear)?;
-        self.store.sync()?;
-        self.counters.flushes.fetch_add(1, Relaxed);
+        self.store.save_lifetime(&self.lifetime())?;
         Ok(())
+    }
+
+    /// The device's counters over its life: saved at attach plus since.
+    pub fn lifetime(&self) -> Lifetime {
+        let (d, _) = self.model_stats();
+        let c = &self.counters;
+        self.life_base.plus(&Lifetime {
+            reads: c.reads.load(Relaxed),
+            writes: c.writes.load(Relaxed),
+            trims: c.trims.load(Relaxed),
+            flushes: c.flushes.load(Relaxed),
+            host_bytes_read: c.bytes_read.load(Relaxed),
+            host_bytes_written: c.bytes_written.load(Relaxed),
+            nand_bytes_programmed: d.nand_bytes_programmed,
+            nand_bytes_read: d.nand_bytes_read,
+            gc_runs: d.gc_runs,
+            gc_sectors_moved: d.gc_sectors_moved,
+            erases: d.erases,
+            attached_s: self.attached.elapsed().as_secs_f64(),
+        })
     }
 
     /// How long to wait before acknowledging an I/O that completes at `c`.

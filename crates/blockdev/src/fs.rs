@@ -61,9 +61,20 @@ impl CardFs {
                 }
             }
             Err(err) => {
-                e.counters
+                let n = e
+                    .counters
                     .errors
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                // The daemon's log (daemon.log in its run directory): the
+                // first errors in full, then every thousandth.
+                if n < 20 || n % 1000 == 0 {
+                    let op = if is_write { "write" } else { "read" };
+                    eprintln!(
+                        "vsl: ioMemory device {}: {op} failed ({} so far): {err}",
+                        e.member,
+                        n + 1
+                    );
+                }
                 answer(Err(errno(&err)))
             }
         }
@@ -253,10 +264,23 @@ impl Filesystem for CardFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        match self.engine(ino).map(|e| e.flush()) {
-            Some(Ok(())) => reply.ok(),
-            Some(Err(err)) => reply.error(errno(&err)),
-            None => reply.error(Errno::ENOENT),
+        let Some(e) = self.engine(ino) else {
+            return reply.error(Errno::ENOENT);
+        };
+        match e.flush() {
+            Ok(()) => reply.ok(),
+            Err(err) => {
+                let n = e
+                    .counters
+                    .errors
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                eprintln!(
+                    "vsl: ioMemory device {}: flush failed ({} errors so far): {err}",
+                    e.member,
+                    n + 1
+                );
+                reply.error(errno(&err))
+            }
         }
     }
 

@@ -76,6 +76,13 @@ pub struct MemberStatus {
     pub host_ram_bytes: u64,
     /// Host sectors written over the device's life (the OOB sequence).
     pub lifetime_host_sectors_written: u64,
+    /// Counters over the device's life, across attaches (absent from
+    /// daemons of earlier versions).
+    #[serde(default)]
+    pub lifetime: crate::store::Lifetime,
+    /// NAND programmed over host written, over the device's life.
+    #[serde(default)]
+    pub lifetime_write_amplification: f64,
     pub read_latency: Percentiles,
     pub write_latency: Percentiles,
     /// Mean of (wall acknowledgement − model completion): what the
@@ -194,6 +201,8 @@ impl Sampler {
                     )
                 };
                 let late_n = c.late_count.load(Relaxed).max(1);
+                let life = e.lifetime();
+                let life_host = life.host_bytes_written / e.sector_bytes() as u64;
                 MemberStatus {
                     member: e.member,
                     loop_device: st
@@ -224,6 +233,12 @@ impl Sampler {
                     erases: d.erases,
                     host_ram_bytes: d.host_ram_bytes,
                     lifetime_host_sectors_written: f.host_sectors_written,
+                    lifetime_write_amplification: if life_host == 0 {
+                        0.0
+                    } else {
+                        (life_host + life.gc_sectors_moved) as f64 / life_host as f64
+                    },
+                    lifetime: life,
                     read_latency: rl,
                     write_latency: wl,
                     emulator_late_us_mean: c.late_ns_total.load(Relaxed) as f64

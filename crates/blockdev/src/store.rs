@@ -10,7 +10,8 @@
 //! | `member<N>.data` | `physical_slots × sector` bytes (sparse): slot `psa` at `psa × sector` |
 //! | `member<N>.oob` | 16 bytes per slot: logical sector (u32), check (u32), sequence (u64); all zero = erased |
 //! | `member<N>.trim` | 8 bytes per logical sector: host sectors written when it was last trimmed |
-//! | `member<N>.wear` | 4 bytes per erase unit: erase count (saved on flush and detach) |
+//! | `member<N>.wear` | 4 bytes per erase unit: erase count (saved every second, on flush and on detach) |
+//! | `member<N>.life.json` | [`Lifetime`] counters (saved with the wear; absent in new stores) |
 //!
 //! Every write to the data file happens before the out-of-band record that
 //! names it, and an erase zeroes the records of its unit before the slots
@@ -579,6 +580,74 @@ impl MemberStore {
             f.sync_data().map_err(|e| self.err(e))?;
         }
         Ok(())
+    }
+}
+
+/// A device's lifetime counters, kept across attaches (a `kill -9` loses
+/// at most the last second of them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Lifetime {
+    pub reads: u64,
+    pub writes: u64,
+    pub trims: u64,
+    pub flushes: u64,
+    pub host_bytes_read: u64,
+    pub host_bytes_written: u64,
+    pub nand_bytes_programmed: u64,
+    pub nand_bytes_read: u64,
+    pub gc_runs: u64,
+    pub gc_sectors_moved: u64,
+    pub erases: u64,
+    /// Seconds attached.
+    pub attached_s: f64,
+}
+
+impl Lifetime {
+    /// Field by field sum.
+    pub fn plus(&self, o: &Lifetime) -> Lifetime {
+        Lifetime {
+            reads: self.reads + o.reads,
+            writes: self.writes + o.writes,
+            trims: self.trims + o.trims,
+            flushes: self.flushes + o.flushes,
+            host_bytes_read: self.host_bytes_read + o.host_bytes_read,
+            host_bytes_written: self.host_bytes_written + o.host_bytes_written,
+            nand_bytes_programmed: self.nand_bytes_programmed + o.nand_bytes_programmed,
+            nand_bytes_read: self.nand_bytes_read + o.nand_bytes_read,
+            gc_runs: self.gc_runs + o.gc_runs,
+            gc_sectors_moved: self.gc_sectors_moved + o.gc_sectors_moved,
+            erases: self.erases + o.erases,
+            attached_s: self.attached_s + o.attached_s,
+        }
+    }
+}
+
+impl MemberStore {
+    fn life_path(&self) -> PathBuf {
+        self.data_path.with_extension("life.json")
+    }
+
+    /// The saved lifetime counters (zero for a new store).
+    pub fn load_lifetime(&self) -> Result<Lifetime, StoreError> {
+        let path = self.life_path();
+        match std::fs::read_to_string(&path) {
+            Ok(t) => serde_json::from_str(&t).map_err(|e| StoreError::Corrupt {
+                path: path.clone(),
+                what: format!("lifetime counters: {e}"),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Lifetime::default()),
+            Err(e) => Err(io_err(&path)(e)),
+        }
+    }
+
+    /// Saves the lifetime counters (atomically: a new file renamed over).
+    pub fn save_lifetime(&self, l: &Lifetime) -> Result<(), StoreError> {
+        let path = self.life_path();
+        let tmp = path.with_extension("tmp");
+        let text = serde_json::to_string_pretty(l).expect("counters serialise");
+        std::fs::write(&tmp, text + "\n").map_err(io_err(&tmp))?;
+        std::fs::rename(&tmp, &path).map_err(io_err(&path))
     }
 }
 

@@ -107,7 +107,11 @@ fn concurrent_writers_and_gc_lose_nothing_across_reopen() {
                 let mut done = 0;
                 while done < 2 * writes_per_thread {
                     let r = rng.next();
-                    let n = if r.is_multiple_of(8) { 1 + (r >> 8) % 8 } else { 1 };
+                    let n = if r.is_multiple_of(8) {
+                        1 + (r >> 8) % 8
+                    } else {
+                        1
+                    };
                     // Second half: a hot set of 64 sectors per thread.
                     let span = if done < writes_per_thread { per } else { 64 };
                     let first = (r >> 16) % (span - n + 1);
@@ -130,7 +134,26 @@ fn concurrent_writers_and_gc_lose_nothing_across_reopen() {
             })
         })
         .collect();
+    // Flushes from two more threads meanwhile, as the FUSE threads send them.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flushers: Vec<_> = (0..2)
+        .map(|_| {
+            let (engine, stop) = (engine.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    engine.flush().unwrap();
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
     let gens: Vec<Vec<u64>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for f in flushers {
+        assert!(f.join().unwrap() > 0);
+    }
     let (_, ftl) = engine.model_stats();
     assert!(
         ftl.gc_sectors_moved > sectors / 4,
@@ -149,9 +172,18 @@ fn concurrent_writers_and_gc_lose_nothing_across_reopen() {
         }
     }
     engine.flush().unwrap();
+    let before = engine.lifetime();
+    let sectors_written: u64 = gens.iter().flatten().sum();
+    assert_eq!(before.host_bytes_written, sector * sectors_written);
     drop(engine);
     drop(store);
     let (_store, engine) = open(&dir);
+    // Lifetime counters carry over the reopen.
+    let after = engine.lifetime();
+    assert_eq!(after.host_bytes_written, before.host_bytes_written);
+    assert_eq!(after.erases, before.erases);
+    assert_eq!(after.gc_sectors_moved, before.gc_sectors_moved);
+    assert!(after.erases > 0);
     for (t, g) in gens.iter().enumerate() {
         for (i, &gen) in g.iter().enumerate() {
             check(
