@@ -69,7 +69,7 @@ for format in stock hp; do
   "$BIN" detach --all >/dev/null
 done
 echo "pgbench -s $PGSCALE, $CLIENTS clients, ${SECONDS_RUN}s, iodrive-duo-640-mlc ioDimm 0 at --scale $SCALE_CARD, timing model"
-printf "%-8s %10s %14s %14s %6s\n" format TPS "avg lat ms" "p99 lat ms" WA
+printf "%-8s %10s %14s %14s %6s\n" format TPS "avg lat ms" "p99 lat ms" "WA (init + run)"
 for r in "${results[@]}"; do
   printf "%-8s %10s %14s %14s %6s\n" $r
 done

@@ -21,7 +21,12 @@
 //! The out-of-band file is fully allocated and mapped shared into memory:
 //! a record is a 16-byte store into the page cache, which survives the
 //! daemon's death exactly as a `pwrite` would, and [`MemberStore::sync`]
-//! writes it back with the rest.
+//! writes it back with the rest. The data file is mapped too, for reading
+//! only (host reads copy out of the page cache without a system call);
+//! all writes to it are `pwrite`s, so a full filesystem is an I/O error
+//! and never a SIGBUS. (A media error of the disk under the store reading
+//! through the mapping is a SIGBUS: the daemon dies, and, being power-cut
+//! safe, loses no acknowledged write.)
 
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
@@ -324,6 +329,9 @@ pub struct MemberStore {
     oob: File,
     /// `oob` mapped shared, read and write.
     oob_map: memmap2::MmapRaw,
+    /// `data` mapped shared, only read through (writes go through `data`,
+    /// so a full filesystem is an error, not a SIGBUS).
+    data_map: memmap2::MmapRaw,
     trim: File,
     wear: File,
     sector: u64,
@@ -364,9 +372,15 @@ impl MemberStore {
             .len(oob_len as usize)
             .map_raw(&oob)
             .map_err(io_err(&oob_path))?;
+        let data = open_sized(&data_path, h.data_bytes_per_member())?;
+        let data_map = memmap2::MmapOptions::new()
+            .len(h.data_bytes_per_member() as usize)
+            .map_raw_read_only(&data)
+            .map_err(io_err(&data_path))?;
         Ok(MemberStore {
             member,
-            data: open_sized(&data_path, h.data_bytes_per_member())?,
+            data,
+            data_map,
             oob,
             oob_map,
             trim: open_sized(&p("trim"), h.user_sectors * 8)?,
@@ -390,9 +404,24 @@ impl MemberStore {
 
     /// Reads the data of consecutive slots from `psa`.
     pub fn read_data(&self, psa: u32, buf: &mut [u8]) -> Result<(), StoreError> {
-        self.data
-            .read_exact_at(buf, psa as u64 * self.sector)
-            .map_err(|e| self.err(e))
+        let at = psa as usize * self.sector as usize;
+        if at + buf.len() > self.data_map.len() {
+            return Err(StoreError::Corrupt {
+                path: self.data_path.clone(),
+                what: format!("slot {psa} + {} bytes is beyond the data file", buf.len()),
+            });
+        }
+        // SAFETY: in bounds of the live mapping (checked above), whose file
+        // never shrinks while open; no one writes these slots meanwhile
+        // (the engine's pins), so the bytes are stable while copied.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.data_map.as_ptr().add(at),
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
+        };
+        Ok(())
     }
 
     /// Copies the data of `n` consecutive slots from `from` to `to` (a GC
