@@ -67,7 +67,7 @@ impl CardFs {
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 // The daemon's log (daemon.log in its run directory): the
                 // first errors in full, then every thousandth.
-                if n < 20 || n % 1000 == 0 {
+                if n < 20 || n.is_multiple_of(1000) {
                     let op = if is_write { "write" } else { "read" };
                     eprintln!(
                         "vsl: ioMemory device {}: {op} failed ({} so far): {err}",
