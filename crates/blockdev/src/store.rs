@@ -7,7 +7,7 @@
 //! |---|---|
 //! | `store.json` | [`StoreHeader`]: format version, card, geometry |
 //! | `lock` | `flock`ed by the daemon that serves the store; holds its pid |
-//! | `member<N>.data` | `physical_slots × sector` bytes (sparse): slot `psa` at `psa × sector` |
+//! | `member<N>.data` | `physical_slots × sector` bytes (allocated in full at attach): slot `psa` at `psa × sector` |
 //! | `member<N>.oob` | 16 bytes per slot: logical sector (u32), check (u32), sequence (u64); all zero = erased |
 //! | `member<N>.trim` | 8 bytes per logical sector: host sectors written when it was last trimmed |
 //! | `member<N>.wear` | 4 bytes per erase unit: erase count (saved every second, on flush and on detach) |
@@ -373,6 +373,9 @@ impl MemberStore {
             .map_raw(&oob)
             .map_err(io_err(&oob_path))?;
         let data = open_sized(&data_path, h.data_bytes_per_member())?;
+        // Allocated up front (the space check asked for it): writes then
+        // land in allocated blocks, and an erase leaves them allocated.
+        allocate(&data, h.data_bytes_per_member()).map_err(io_err(&data_path))?;
         let data_map = memmap2::MmapOptions::new()
             .len(h.data_bytes_per_member() as usize)
             .map_raw_read_only(&data)
@@ -500,14 +503,16 @@ impl MemberStore {
         Ok(())
     }
 
-    /// Erases erase unit `leb`: its records first, then its data.
+    /// Erases erase unit `leb`: zeroes its records. Its data stays in the
+    /// allocated file until the slots are programmed again; no one reads
+    /// a slot without a record.
     pub fn erase(&self, leb: u32) -> Result<(), StoreError> {
         let first = leb as u64 * self.spl;
         let dst = self.oob_ptr(first as u32, self.spl as usize)?;
         // SAFETY: in bounds (oob_ptr); the unit is erased under the device
         // lock with no write in flight into it.
         unsafe { std::ptr::write_bytes(dst, 0, (self.spl * OOB_BYTES) as usize) };
-        punch(&self.data, first * self.sector, self.spl * self.sector).map_err(|e| self.err(e))
+        Ok(())
     }
 
     /// Records that sectors `start..start+count` were trimmed when the
@@ -692,9 +697,10 @@ fn check(psa: u32, lba: u32) -> u32 {
     OOB_CHECK ^ lba.rotate_left(7) ^ psa.wrapping_mul(0x9E37_79B9)
 }
 
-/// Allocates the whole file, so that stores through a mapping of it can
-/// not meet a full filesystem (which would be a SIGBUS). Filesystems
-/// without `fallocate` keep the sparse file.
+/// Allocates the whole file, so that writes to it (through a mapping: the
+/// OOB records) can not meet a full filesystem, which would be a SIGBUS,
+/// and need no block allocation. Filesystems without `fallocate` keep the
+/// sparse file.
 fn allocate(f: &File, len: u64) -> std::io::Result<()> {
     // SAFETY: fallocate on a valid, owned descriptor.
     let rc = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, len as libc::off_t) };
@@ -703,34 +709,6 @@ fn allocate(f: &File, len: u64) -> std::io::Result<()> {
     }
     let e = std::io::Error::last_os_error();
     if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
-        return Ok(());
-    }
-    Err(e)
-}
-
-fn punch(f: &File, offset: u64, len: u64) -> std::io::Result<()> {
-    // SAFETY: fallocate on a valid, owned descriptor.
-    let rc = unsafe {
-        libc::fallocate(
-            f.as_raw_fd(),
-            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-            offset as libc::off_t,
-            len as libc::off_t,
-        )
-    };
-    if rc == 0 {
-        return Ok(());
-    }
-    let e = std::io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
-        // A filesystem without hole punching: zero the range instead.
-        let zeros = vec![0u8; 1 << 20];
-        let mut at = offset;
-        while at < offset + len {
-            let n = (offset + len - at).min(zeros.len() as u64) as usize;
-            f.write_all_at(&zeros[..n], at)?;
-            at += n as u64;
-        }
         return Ok(());
     }
     Err(e)
