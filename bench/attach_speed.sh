@@ -8,13 +8,14 @@
 #  2. --timing model: fio's median completion latency at QD 1 next to the
 #     model's own median latency for the same I/Os (from the daemon's
 #     status), i.e. what the emulator adds on top of the model.
-# Needs root, /dev/fuse and loop devices. RUNTIME (s) per fio run, default 15.
+# Needs root, /dev/fuse and loop devices. RUNTIME (s) per fio run, default
+# 10; REPS rounds of the IOPS runs, default 3 (medians reported).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 cargo build --release -q -p blockdev
 BIN=$CARGO_TARGET_DIR/release/vsl-blockdev
-RUNTIME=${RUNTIME:-15}
+RUNTIME=${RUNTIME:-10}
 work=$(mktemp -d /tmp/openvsl-speed.XXXXXX)
 export OPENVSL_RUN_DIR=$work/run
 cleanup() {
@@ -41,24 +42,31 @@ attach_fill() {
   fio --name=fill --filename="$dev" --rw=write --bs=1m --direct=1 --size=1g --ioengine=libaio \
     --iodepth=8 --output-format=terse >/dev/null
 }
-mkdir -p "$work/ramstore"
-mount -t tmpfs -o size=12g tmpfs "$work/ramstore"
-attach_fill "$work/ramstore/store"
-loop_w=$(runfio "$dev" randwrite 4 32 | iops)
-loop_r=$(runfio "$dev" randread 4 32 | iops)
-"$BIN" detach --all >/dev/null
-umount "$work/ramstore"
+# REPS rounds (default 3), each on a fresh RAM store and a fresh tmpfs
+# file; the medians are reported, every round is printed.
+med() { python3 -c 'import statistics,sys; print(round(statistics.median(float(x) for x in sys.argv[1:])))' "$@"; }
+loop_ws=(); loop_rs=(); tmp_ws=(); tmp_rs=()
+mkdir -p "$work/ramstore" "$work/tmpfs"
+for rep in $(seq "${REPS:-3}"); do
+  mount -t tmpfs -o size=12g tmpfs "$work/ramstore"
+  attach_fill "$work/ramstore/store"
+  loop_ws+=("$(runfio "$dev" randwrite 4 32 | iops)")
+  loop_rs+=("$(runfio "$dev" randread 4 32 | iops)")
+  "$BIN" detach --all >/dev/null
+  umount "$work/ramstore"
+  mount -t tmpfs -o size=1200m tmpfs "$work/tmpfs"
+  fio --name=fill --filename="$work/tmpfs/f" --rw=write --bs=1m --size=1g --output-format=terse >/dev/null
+  tmp_ws+=("$(runfio "$work/tmpfs/f" randwrite 4 32 | iops)")
+  tmp_rs+=("$(runfio "$work/tmpfs/f" randread 4 32 | iops)")
+  umount "$work/tmpfs"
+  echo "round $rep: loop write ${loop_ws[-1]} read ${loop_rs[-1]}; tmpfs file write ${tmp_ws[-1]} read ${tmp_rs[-1]}"
+done
+loop_w=$(med "${loop_ws[@]}"); loop_r=$(med "${loop_rs[@]}")
+tmp_w=$(med "${tmp_ws[@]}"); tmp_r=$(med "${tmp_rs[@]}")
 
 attach_fill "$work/store"
 disk_w=$(runfio "$dev" randwrite 4 32 | iops)
 "$BIN" detach --all >/dev/null
-
-mkdir -p "$work/tmpfs"
-mount -t tmpfs -o size=1200m tmpfs "$work/tmpfs"
-fio --name=fill --filename="$work/tmpfs/f" --rw=write --bs=1m --size=1g --output-format=terse >/dev/null
-tmp_w=$(runfio "$work/tmpfs/f" randwrite 4 32 | iops)
-tmp_r=$(runfio "$work/tmpfs/f" randread 4 32 | iops)
-umount "$work/tmpfs"
 
 dev=$("$BIN" attach --store "$work/store" --timing model | cut -f1)
 fio_r=$(runfio "$dev" randread 1 1 | p50_us)
@@ -74,7 +82,7 @@ python3 - "$loop_r" "$loop_w" "$tmp_r" "$tmp_w" "$fio_r" "$fio_w" "$model_r" "$m
 import sys
 lr, lw, tr, tw = (float(x) for x in sys.argv[1:5])
 fr, fw, mr, mw, late, dw = (float(x) for x in sys.argv[5:11])
-print("timing none, 4K random, 4 jobs x QD 32 (fio, O_DIRECT), same run:")
+print("timing none, 4K random, 4 jobs x QD 32 (fio, O_DIRECT), same run, median of the rounds:")
 print(f"  loop device  read {lr/1e3:8.1f} K IOPS (target >= 100 K)   write {lw/1e3:8.1f} K IOPS (target >= 60 K)   [store in tmpfs]")
 print(f"  tmpfs file   read {tr/1e3:8.1f} K IOPS                      write {tw/1e3:8.1f} K IOPS")
 print(f"  ratio loop/tmpfs  read {lr/tr:.2f}   write {lw/tw:.2f}")
