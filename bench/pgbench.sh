@@ -9,7 +9,8 @@
 # discard, so PostgreSQL's writes meet a full, fragmented card and its GC.
 # Needs root, /dev/fuse, loop devices and PostgreSQL (scripts/setup.sh).
 # Knobs: SCALE_CARD (--scale of the card, default 0.01), PGSCALE (pgbench
-# -s, default 20), CLIENTS (default 8), SECONDS_RUN (default 60).
+# -s, default 20), CLIENTS (default 8), SECONDS_RUN (default 60), JSON_OUT
+# (also write the results as JSON there, for `vsl review --pgbench FILE`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
@@ -63,7 +64,7 @@ for format in stock hp; do
   avg=$(grep -oP 'latency average = \K[0-9.]+' <<<"$out")
   status=$("$BIN" status --json)
   wa=$(python3 -c 'import json,sys; print(round(json.loads(sys.argv[1])[0]["members"][0]["write_amplification"],2))' "$status")
-  results+=("$format $tps $avg $p99 $wa")
+  results+=("$format $tps $avg $p99 $wa $pre_wa")
   runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/mnt/pgdata" -m fast stop >/dev/null
   umount "$work/mnt"
   "$BIN" detach --all >/dev/null
@@ -71,5 +72,22 @@ done
 echo "pgbench -s $PGSCALE, $CLIENTS clients, ${SECONDS_RUN}s, iodrive-duo-640-mlc ioDimm 0 at --scale $SCALE_CARD, timing model"
 printf "%-8s %10s %14s %14s %6s\n" format TPS "avg lat ms" "p99 lat ms" "WA (init + run)"
 for r in "${results[@]}"; do
-  printf "%-8s %10s %14s %14s %6s\n" $r
+  read -r f t a p w _ <<<"$r"
+  printf "%-8s %10s %14s %14s %6s\n" "$f" "$t" "$a" "$p" "$w"
 done
+if [ -n "${JSON_OUT:-}" ]; then
+  python3 - "$JSON_OUT" "$PGSCALE" "$CLIENTS" "$SECONDS_RUN" "$SCALE_CARD" "${results[@]}" <<'PY'
+import json, sys
+out, pgscale, clients, secs, card_scale = sys.argv[1:6]
+rows = []
+for r in sys.argv[6:]:
+    f, tps, avg, p99, wa, pre = r.split()
+    rows.append({"target": f"iodrive-duo-640-mlc:{f}", "format": f, "tps": float(tps),
+                 "latency_avg_ms": float(avg), "latency_p99_ms": float(p99),
+                 "write_amplification": float(wa), "precondition_write_amplification": float(pre)})
+json.dump({"tool": "pgbench", "pgbench_scale": int(pgscale), "clients": int(clients),
+           "seconds": int(secs), "card": "iodrive-duo-640-mlc ioDimm 0", "card_scale": float(card_scale),
+           "timing": "model", "results": rows}, open(out, "w"), indent=2)
+print(f"results: {out}")
+PY
+fi

@@ -188,4 +188,8 @@ pub struct ReviewArgs {
     /// No progress or summary (errors still go to stderr).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Add the application-level results of bench/pgbench.sh (the JSON file
+    /// it writes to JSON_OUT) to the report.
+    #[arg(long, value_name = "FILE")]
+    pub pgbench: Option<std::path::PathBuf>,
 }

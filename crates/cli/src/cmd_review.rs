@@ -80,6 +80,11 @@ pub fn review(a: ReviewArgs) -> Result<()> {
         bail!("no targets: give --target PRESET:FORMAT (e.g. iodrive-duo-640-mlc:stock) or file:PATH:SIZE, or a plan with targets");
     }
     plan.timing(false)?;
+    let pgbench = a
+        .pgbench
+        .as_deref()
+        .map(crate::review_report::PgbenchResults::load)
+        .transpose()?;
     // A target that cannot be opened (full filesystem, no permission) is
     // recorded as failed; the others still run and their results are kept.
     let mut targets = Vec::new();
@@ -149,7 +154,7 @@ pub fn review(a: ReviewArgs) -> Result<()> {
         targets: &results,
     };
     crate::output::write_json(&a.out.join("lab_results.json"), &all)?;
-    crate::review_report::render(&a.out, &plan, &results)?;
+    crate::review_report::render(&a.out, &plan, &results, pgbench.as_ref())?;
     if !a.quiet {
         print_summary(&results, &a.out, wall_s);
     }

@@ -206,6 +206,17 @@ fn quick_review_report_is_complete() {
          max_precondition = \"60s\"\nsysbench_threads = [1, 4]\nsysbench_file_fractions = [0.5]\n",
     )
     .unwrap();
+    // Application-level results as bench/pgbench.sh writes them.
+    let pgbench = tmp("pgbench.json");
+    std::fs::write(
+        &pgbench,
+        r#"{"tool": "pgbench", "pgbench_scale": 20, "clients": 8, "seconds": 60,
+            "card": "iodrive-duo-640-mlc ioDimm 0", "card_scale": 0.01, "timing": "model",
+            "results": [{"target": "iodrive-duo-640-mlc:stock", "format": "stock", "tps": 1063.7,
+                         "latency_avg_ms": 7.52, "latency_p99_ms": 17.64, "write_amplification": 6.55,
+                         "precondition_write_amplification": 2.48}]}"#,
+    )
+    .unwrap();
     let (code, stdout, err) = vsl(&[
         "review",
         "--quick",
@@ -215,6 +226,8 @@ fn quick_review_report_is_complete() {
         "iodrive-duo-640-mlc:stock",
         "--target",
         "iodrive-duo-640-mlc:hp",
+        "--pgbench",
+        pgbench.to_str().unwrap(),
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -255,12 +268,17 @@ fn quick_review_report_is_complete() {
         "standard",
         "sysbench",
         "ioanalyzer",
+        "pgbench",
     ] {
         assert!(
             html.contains(&format!("id=\"{section}\"")),
             "no section {section}"
         );
     }
+    assert!(
+        html.contains("17.64"),
+        "the pgbench p99 is not in the report"
+    );
 }
 
 #[test]
@@ -296,6 +314,19 @@ fn review_bad_input_is_one_line() {
                 o,
             ],
             "unknown format",
+        ),
+        (
+            vec![
+                "review",
+                "--quick",
+                "--target",
+                "iodrive-duo-640-mlc",
+                "--pgbench",
+                "Cargo.toml",
+                "--out",
+                o,
+            ],
+            "pgbench results",
         ),
     ] {
         let (code, _, err) = vsl(&args);
