@@ -195,8 +195,11 @@ impl UringWorker {
     }
 
     /// Queues the source's next I/O in `slot`; false when the source is
-    /// exhausted.
-    fn issue(&mut self, slot: usize, now_ns: u64, fd: RawFd, src: &mut dyn IoSource) -> bool {
+    /// exhausted. Its issue time is read here, per I/O (as fio stamps each
+    /// I/O as it queues it): I/Os re-issued after one reap go out one
+    /// `io_uring_enter` after another, and a shared stamp would charge the
+    /// later ones with the earlier ones' submission time.
+    fn issue(&mut self, slot: usize, clock: &Clock, fd: RawFd, src: &mut dyn IoSource) -> bool {
         let Some(io) = src.next_io() else {
             return false;
         };
@@ -215,7 +218,7 @@ impl UringWorker {
         .user_data(slot as u64);
         self.slots[slot] = Slot {
             io,
-            issued_ns: now_ns,
+            issued_ns: clock.now_ns(),
         };
         // SAFETY: the buffer lives in `self.bufs` until the ring is dropped
         // or the completion is reaped; at most queue_depth entries are ever
@@ -264,9 +267,8 @@ impl UringWorker {
         let submit_batch = submit_batch.max(1);
         let mut inflight = 0usize;
         let mut queued = 0usize;
-        let now = clock.now_ns();
         for slot in 0..qd {
-            if !self.issue(slot, now, fd, src) {
+            if !self.issue(slot, &clock, fd, src) {
                 break;
             }
             inflight += 1;
@@ -307,7 +309,7 @@ impl UringWorker {
                     continue;
                 }
                 meter.record(now, now - s.issued_ns, s.io.is_read, s.io.len);
-                if !stopping && first_err.is_none() && self.issue(slot, now, fd, src) {
+                if !stopping && first_err.is_none() && self.issue(slot, &clock, fd, src) {
                     inflight += 1;
                     queued += 1;
                     if queued >= submit_batch {

@@ -3,7 +3,8 @@
 //! QD 16, on a file in tmpfs (/dev/shm) and on a file on disk (the target
 //! directory), our engine and fio 3.x with the same settings
 //! (`--ioengine=io_uring`, same direct flag, file, size, bs, iodepth,
-//! numjobs, runtime).
+//! numjobs, runtime; `--thread`: fio's jobs as threads of one process, as
+//! our workers are).
 //!
 //! Tolerance. The target is 10 % for long runs on a quiet machine.
 //! These runs are 2 s each on a shared 2-core machine where other builds
@@ -54,6 +55,8 @@ fn fio_iops(path: &Path, rw: &str, threads: u32, qd: u32, direct: bool) -> f64 {
             // Uniform random offsets with replacement, as our generator draws.
             "--norandommap",
             "--randrepeat=0",
+            // Jobs as threads of one process, as our workers run.
+            "--thread",
             "--output-format=json",
         ])
         .output()
