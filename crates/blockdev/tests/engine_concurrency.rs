@@ -80,6 +80,15 @@ fn check(engine: &Engine, lba: u64, gen: u64, seed: u64, when: &str) {
     );
 }
 
+/// Checks every sector of every thread's range.
+fn check_all(engine: &Engine, gens: &[Vec<u64>], per: u64, seed: u64, when: &str) {
+    for (t, g) in gens.iter().enumerate() {
+        for (i, &gen) in g.iter().enumerate() {
+            check(engine, t as u64 * per + i as u64, gen, seed, when);
+        }
+    }
+}
+
 #[test]
 fn concurrent_writers_and_gc_lose_nothing_across_reopen() {
     let seed = std::env::var("VSL_TEST_SEED")
@@ -160,17 +169,7 @@ fn concurrent_writers_and_gc_lose_nothing_across_reopen() {
         "GC moved only {} sectors: the test did not exercise it",
         ftl.gc_sectors_moved
     );
-    for (t, g) in gens.iter().enumerate() {
-        for (i, &gen) in g.iter().enumerate() {
-            check(
-                &engine,
-                t as u64 * per + i as u64,
-                gen,
-                seed,
-                "after the writers",
-            );
-        }
-    }
+    check_all(&engine, &gens, per, seed, "after the writers");
     engine.flush().unwrap();
     let before = engine.lifetime();
     let sectors_written: u64 = gens.iter().flatten().sum();
@@ -184,16 +183,6 @@ fn concurrent_writers_and_gc_lose_nothing_across_reopen() {
     assert_eq!(after.erases, before.erases);
     assert_eq!(after.gc_sectors_moved, before.gc_sectors_moved);
     assert!(after.erases > 0);
-    for (t, g) in gens.iter().enumerate() {
-        for (i, &gen) in g.iter().enumerate() {
-            check(
-                &engine,
-                t as u64 * per + i as u64,
-                gen,
-                seed,
-                "after reopening",
-            );
-        }
-    }
+    check_all(&engine, &gens, per, seed, "after reopening");
     std::fs::remove_dir_all(&dir).unwrap();
 }
