@@ -139,6 +139,28 @@ struct Inner {
     last_submit: Nanos,
 }
 
+/// Pins erase unit `leb` once per I/O (`pinned` lists what it holds).
+fn pin(pins: &[AtomicU32], leb: usize, pinned: &mut Vec<usize>) {
+    if !pinned.contains(&leb) {
+        pins[leb].fetch_add(1, Ordering::AcqRel);
+        pinned.push(leb);
+    }
+}
+
+fn unpin(pins: &[AtomicU32], pinned: &[usize]) {
+    for &leb in pinned {
+        pins[leb].fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Waits until a unit's pin count drops to zero. Pins are only taken
+/// under the device lock, which the waiter holds, so it always ends.
+fn wait_unpinned(pins: &AtomicU32) {
+    while pins.load(Ordering::Acquire) != 0 {
+        std::thread::yield_now();
+    }
+}
+
 /// GC copies from consecutive slots to consecutive slots.
 #[derive(Default)]
 struct MoveRun {
@@ -281,17 +303,15 @@ impl Engine {
         })
     }
 
-    fn leb_of(&self, psa: u32) -> usize {
-        (psa / self.slots_per_leb) as usize
+    /// The erase units holding slots `psa..psa + n` (n ≥ 1).
+    fn units(&self, psa: u32, n: u32) -> std::ops::RangeInclusive<usize> {
+        (psa / self.slots_per_leb) as usize..=((psa + n - 1) / self.slots_per_leb) as usize
     }
 
-    /// Waits (under the lock) until no host write is storing into the
-    /// erase unit of `psa`.
-    fn settle(&self, psa: u32) {
-        let pins = &self.pins[self.leb_of(psa)];
-        while pins.load(Ordering::Acquire) != 0 {
-            std::thread::yield_now();
-        }
+    /// Waits (under the lock) until no host write is storing into erase
+    /// unit `leb`.
+    fn settle(&self, leb: usize) {
+        wait_unpinned(&self.pins[leb]);
     }
 
     /// Stores a run of GC copies (data, then records) and empties it.
@@ -300,8 +320,8 @@ impl Engine {
         if n == 0 {
             return Ok(());
         }
-        for leb in self.leb_of(run.from)..=self.leb_of(run.from + n - 1) {
-            self.settle(leb as u32 * self.slots_per_leb);
+        for leb in self.units(run.from, n) {
+            self.settle(leb);
         }
         self.store.copy_data(run.from, run.to, n)?;
         self.store.write_oob(run.to, &run.records)?;
@@ -339,11 +359,8 @@ impl Engine {
                 }
                 MediaEvent::Erased { leb } => {
                     self.copy_run(&mut moves)?;
-                    self.settle(leb * self.slots_per_leb);
-                    let readers = &self.read_pins[leb as usize];
-                    while readers.load(Ordering::Acquire) != 0 {
-                        std::thread::yield_now();
-                    }
+                    self.settle(leb as usize);
+                    wait_unpinned(&self.read_pins[leb as usize]);
                     self.store.erase(leb)?
                 }
             }
@@ -370,13 +387,8 @@ impl Engine {
         }
         let mut pinned: Vec<usize> = Vec::with_capacity(2);
         for r in &runs {
-            let first = self.leb_of(r.psa);
-            let last = self.leb_of(r.psa + r.records.len() as u32 - 1);
-            for leb in first..=last {
-                if !pinned.contains(&leb) {
-                    self.pins[leb].fetch_add(1, Ordering::AcqRel);
-                    pinned.push(leb);
-                }
+            for leb in self.units(r.psa, r.records.len() as u32) {
+                pin(&self.pins, leb, &mut pinned);
             }
         }
         drop(g);
@@ -386,9 +398,7 @@ impl Engine {
             self.store.write_data(r.psa, &data[r.at..r.at + len])?;
             self.store.write_oob(r.psa, &r.records)
         });
-        for leb in pinned {
-            self.pins[leb].fetch_sub(1, Ordering::AcqRel);
-        }
+        unpin(&self.pins, &pinned);
         stored?;
         self.counters.writes.fetch_add(1, Relaxed);
         self.counters
@@ -426,12 +436,9 @@ impl Engine {
             while i + n < count && vsl.lookup(start + i + n) == Some(psa + n as u32) {
                 n += 1;
             }
-            for leb in self.leb_of(psa)..=self.leb_of(psa + n as u32 - 1) {
-                self.settle(leb as u32 * self.slots_per_leb);
-                if !pinned.contains(&leb) {
-                    self.read_pins[leb].fetch_add(1, Ordering::AcqRel);
-                    pinned.push(leb);
-                }
+            for leb in self.units(psa, n as u32) {
+                self.settle(leb);
+                pin(&self.read_pins, leb, &mut pinned);
             }
             runs.push((psa, (i * self.sector) as usize, (n * self.sector) as usize));
             i += n;
@@ -440,9 +447,7 @@ impl Engine {
         let read = runs
             .iter()
             .try_for_each(|&(psa, at, len)| self.store.read_data(psa, &mut out[at..at + len]));
-        for leb in pinned {
-            self.read_pins[leb].fetch_sub(1, Ordering::AcqRel);
-        }
+        unpin(&self.read_pins, &pinned);
         read?;
         self.counters.reads.fetch_add(1, Relaxed);
         self.counters.bytes_read.fetch_add(len, Relaxed);
