@@ -238,6 +238,16 @@ impl UringWorker {
         }
     }
 
+    /// Counts one more queued I/O and submits once `submit_batch` are queued.
+    fn count_queued(&mut self, queued: &mut usize, submit_batch: usize) -> io::Result<()> {
+        *queued += 1;
+        if *queued >= submit_batch {
+            self.submit()?;
+            *queued = 0;
+        }
+        Ok(())
+    }
+
     /// After a failed `io_uring_enter` the kernel may still write into the
     /// buffers: leak them rather than free memory under a live I/O.
     fn abandon(self, e: io::Error) -> RealtimeError {
@@ -272,12 +282,8 @@ impl UringWorker {
                 break;
             }
             inflight += 1;
-            queued += 1;
-            if queued >= submit_batch {
-                if let Err(e) = self.submit() {
-                    return Err(self.abandon(e));
-                }
-                queued = 0;
+            if let Err(e) = self.count_queued(&mut queued, submit_batch) {
+                return Err(self.abandon(e));
             }
         }
         let mut first_err: Option<RealtimeError> = None;
@@ -311,12 +317,8 @@ impl UringWorker {
                 meter.record(now, now - s.issued_ns, s.io.is_read, s.io.len);
                 if !stopping && first_err.is_none() && self.issue(slot, &clock, fd, src) {
                     inflight += 1;
-                    queued += 1;
-                    if queued >= submit_batch {
-                        if let Err(e) = self.submit() {
-                            return Err(self.abandon(e));
-                        }
-                        queued = 0;
+                    if let Err(e) = self.count_queued(&mut queued, submit_batch) {
+                        return Err(self.abandon(e));
                     }
                 }
             }
