@@ -7,16 +7,6 @@
 mod common;
 use common::{sh, skip, Rig};
 
-/// The smallest card the presets allow: 24 erase units of 48 MiB.
-const CARD: &[&str] = &[
-    "--device",
-    "iodrive-duo-320-slc",
-    "--member",
-    "0",
-    "--scale",
-    "0.001",
-];
-
 /// fio on files of `dir`: global options first, then the job(s) in `jobs`.
 fn fio(dir: &str, jobs: &str) -> String {
     sh(&format!(
@@ -48,7 +38,7 @@ fn issue4_ext4_fio_verify_survives_detach_and_reattach() {
         return;
     }
     let rig = Rig::new("e2e");
-    let devs = rig.attach(CARD);
+    let devs = rig.attach(common::TINY_CARD);
     let dev = &devs[0];
     let mnt = rig.mnt.to_str().unwrap();
     sh(&format!("mkfs.ext4 -q -F {dev}"));
@@ -97,7 +87,7 @@ fn issue4_bad_input_is_one_clear_line() {
     }
     let rig = Rig::new("bad");
     let store = rig.store.to_str().unwrap();
-    rig.attach(CARD);
+    rig.attach(common::TINY_CARD);
     let one_line_error = |args: &[&str], want: &str| {
         let out = rig.vsl(args);
         let err = String::from_utf8_lossy(&out.stderr);

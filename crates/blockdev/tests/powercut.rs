@@ -163,16 +163,7 @@ fn issue4_sigkill_loses_no_acknowledged_write() {
     let rig = Rig::new("powercut");
     let mut prng = Prng::from_seed(seed);
     // Full emulator speed: more writes per cut, so GC runs (and is cut).
-    let card = [
-        "--device",
-        "iodrive-duo-320-slc",
-        "--member",
-        "0",
-        "--scale",
-        "0.001",
-        "--timing",
-        "none",
-    ];
+    let card = [common::TINY_CARD, &["--timing", "none"]].concat();
     let mut known = vec![Known::default(); BLOCKS as usize];
     let mut gens = vec![0u64; WRITERS as usize];
     let mut total_acked = 0;

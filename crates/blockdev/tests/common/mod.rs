@@ -9,6 +9,16 @@ use std::process::{Command, Output};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_vsl-blockdev");
 
+/// The smallest card the presets allow: 24 erase units of 48 MiB.
+pub const TINY_CARD: &[&str] = &[
+    "--device",
+    "iodrive-duo-320-slc",
+    "--member",
+    "0",
+    "--scale",
+    "0.001",
+];
+
 /// Why this machine cannot run the attach tests, if it cannot.
 pub fn missing_prerequisite(tools: &[&str]) -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
