@@ -329,6 +329,15 @@ impl Engine {
         Ok(())
     }
 
+    /// Erases unit `leb` in the store once no host write stores into it and
+    /// no host read reads from it.
+    fn erase_unit(&self, leb: u32) -> Result<(), EngineError> {
+        self.settle(leb as usize);
+        wait_unpinned(&self.read_pins[leb as usize]);
+        self.store.erase(leb)?;
+        Ok(())
+    }
+
     /// Writes `data` at `offset`; returns when it may be acknowledged.
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<Completion, EngineError> {
         let mut g = self.lock();
@@ -359,9 +368,7 @@ impl Engine {
                 }
                 MediaEvent::Erased { leb } => {
                     self.copy_run(&mut moves)?;
-                    self.settle(leb as usize);
-                    wait_unpinned(&self.read_pins[leb as usize]);
-                    self.store.erase(leb)?
+                    self.erase_unit(leb)?
                 }
             }
         }
@@ -533,5 +540,135 @@ impl Engine {
     pub fn model_stats(&self) -> (device::DeviceStats, ftl::FtlStats) {
         let g = self.lock();
         (g.card.stats(), g.card.members[0].vsl.stats())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The pins, exercised directly: a GC copy from a unit with a host
+    //! write still storing into it, and an erase of a unit a host read is
+    //! still reading, must wait for them (the concurrency test's model
+    //! timing rarely makes either meet).
+    use super::*;
+    use crate::cli::card_config;
+    use crate::store::{CardSpec, Store, StoreHeader};
+    use device::MemberSel;
+    use std::path::PathBuf;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    struct Rig {
+        dir: PathBuf,
+        _store: Store,
+        engine: Arc<Engine>,
+    }
+
+    impl Drop for Rig {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    fn rig(name: &str) -> Rig {
+        let dir = std::env::temp_dir().join(format!("openvsl-pins-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let spec = CardSpec {
+            device: "iodrive-duo-320-slc".into(),
+            format: "stock".into(),
+            capacity: None,
+            overprovision: None,
+            sector_size: "4096".into(),
+            member: "0".into(),
+            scale: "0.001".into(),
+            gc_policy: "greedy".into(),
+        };
+        let mut one = card_config(&spec).unwrap();
+        one.member = MemberSel::One(0);
+        let probe = Card::new(one.clone()).unwrap();
+        let vsl = &probe.members[0].vsl;
+        let header = StoreHeader::new(spec, vec![0], vsl.config(), vsl.physical_slots());
+        let mut store = Store::open(&dir, &header).unwrap();
+        let ms = store.members.remove(0);
+        let engine = Engine::open(one, ms, Instant::now(), Timing::None).unwrap();
+        Rig {
+            dir,
+            _store: store,
+            engine: Arc::new(engine),
+        }
+    }
+
+    /// The slot holding `lba`.
+    fn slot_of(e: &Engine, lba: u64) -> u32 {
+        e.lock().card.members[0].vsl.lookup(lba).unwrap()
+    }
+
+    /// Runs `f` on a thread; returns its handle and a flag set when done.
+    fn start(
+        f: impl FnOnce() -> Result<(), EngineError> + Send + 'static,
+    ) -> (std::thread::JoinHandle<()>, Arc<AtomicBool>) {
+        let done = Arc::new(AtomicBool::new(false));
+        let d = done.clone();
+        let h = std::thread::spawn(move || {
+            f().unwrap();
+            d.store(true, Ordering::SeqCst);
+        });
+        (h, done)
+    }
+
+    /// Gives a thread that is not waiting ample time to finish.
+    fn still_waiting(done: &AtomicBool) -> bool {
+        std::thread::sleep(Duration::from_millis(200));
+        !done.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn gc_copy_waits_for_a_host_write_in_flight() {
+        let r = rig("copy");
+        let e = &r.engine;
+        let sector = e.sector as usize;
+        e.write(0, &vec![0xAA; sector]).unwrap();
+        let from = slot_of(e, 0);
+        let leb = e.units(from, 1).start().to_owned();
+        // A free slot in another unit as the copy's target.
+        let to = ((leb as u32 + 2) % e.lebs) * e.slots_per_leb;
+        // A host write to `from` is in flight: pinned, not yet stored.
+        e.pins[leb].fetch_add(1, Ordering::AcqRel);
+        let e2 = e.clone();
+        let (h, done) = start(move || {
+            let mut run = MoveRun::default();
+            run.extend(from, to, 0, 1);
+            e2.copy_run(&mut run)
+        });
+        assert!(still_waiting(&done), "the copy ran under a write in flight");
+        // The write stores its data, then unpins.
+        e.store.write_data(from, &vec![0xBB; sector]).unwrap();
+        e.pins[leb].fetch_sub(1, Ordering::AcqRel);
+        h.join().unwrap();
+        let mut got = vec![0u8; sector];
+        e.store.read_data(to, &mut got).unwrap();
+        assert!(got.iter().all(|&b| b == 0xBB), "the copy took the old data");
+    }
+
+    #[test]
+    fn erase_waits_for_host_reads_and_writes_in_flight() {
+        let r = rig("erase");
+        let e = &r.engine;
+        let sector = e.sector as usize;
+        e.write(0, &vec![0xCC; sector]).unwrap();
+        let leb = *e.units(slot_of(e, 0), 1).start();
+        for pins in [&e.read_pins, &e.pins] {
+            pins[leb].fetch_add(1, Ordering::AcqRel);
+            let e2 = e.clone();
+            let (h, done) = start(move || e2.erase_unit(leb as u32));
+            assert!(still_waiting(&done), "the erase ran under an I/O in flight");
+            pins[leb].fetch_sub(1, Ordering::AcqRel);
+            h.join().unwrap();
+            assert!(done.load(Ordering::SeqCst));
+        }
+        let scan = e.store.scan(e.capacity / e.sector).unwrap();
+        assert!(
+            !scan.lebs_with_records.contains(&(leb as u32)),
+            "the erased unit still has records"
+        );
     }
 }
