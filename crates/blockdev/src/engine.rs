@@ -572,16 +572,7 @@ mod tests {
     fn rig(name: &str) -> Rig {
         let dir = std::env::temp_dir().join(format!("openvsl-pins-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let spec = CardSpec {
-            device: "iodrive-duo-320-slc".into(),
-            format: "stock".into(),
-            capacity: None,
-            overprovision: None,
-            sector_size: "4096".into(),
-            member: "0".into(),
-            scale: "0.001".into(),
-            gc_policy: "greedy".into(),
-        };
+        let spec = CardSpec::tiny();
         let mut one = card_config(&spec).unwrap();
         one.member = MemberSel::One(0);
         let probe = Card::new(one.clone()).unwrap();

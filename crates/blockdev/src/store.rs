@@ -100,6 +100,23 @@ pub struct CardSpec {
     pub gc_policy: String,
 }
 
+impl CardSpec {
+    /// The smallest card the presets allow (ioMemory 0 of an
+    /// iodrive-duo-320-slc at scale 0.001: 24 erase units), for tests.
+    pub fn tiny() -> CardSpec {
+        CardSpec {
+            device: "iodrive-duo-320-slc".into(),
+            format: "stock".into(),
+            capacity: None,
+            overprovision: None,
+            sector_size: "4096".into(),
+            member: "0".into(),
+            scale: "0.001".into(),
+            gc_policy: "greedy".into(),
+        }
+    }
+}
+
 impl StoreHeader {
     pub fn new(
         card: CardSpec,

@@ -16,21 +16,8 @@ use std::time::Instant;
 
 const THREADS: u64 = 4;
 
-fn spec() -> CardSpec {
-    CardSpec {
-        device: "iodrive-duo-320-slc".into(),
-        format: "stock".into(),
-        capacity: None,
-        overprovision: None,
-        sector_size: "4096".into(),
-        member: "0".into(),
-        scale: "0.001".into(),
-        gc_policy: "greedy".into(),
-    }
-}
-
 fn open(dir: &Path) -> (Store, Engine) {
-    let spec = spec();
+    let spec = CardSpec::tiny();
     let card = card_config(&spec).unwrap();
     let mut one = card.clone();
     one.member = MemberSel::One(0);
