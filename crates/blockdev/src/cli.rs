@@ -4,8 +4,8 @@
 //! [`StatusArgs`] / [`run_status`] (`vsl status`).
 
 use crate::daemon::{
-    self, control, device_busy, list_states, mounted_at, name_for_store, AttachState, Daemon,
-    DaemonConfig,
+    self, control, device_busy, list_states, mounted_at, name_for_store, orphans, stop_orphan,
+    AttachState, Daemon, DaemonConfig, Orphan,
 };
 use crate::engine::Timing;
 use crate::status::StatusReport;
@@ -344,8 +344,20 @@ fn redirect_stdio(log: &Path) {
 
 fn list() -> Result<()> {
     let states = list_states();
-    if states.is_empty() {
+    let orphans = orphans();
+    if states.is_empty() && orphans.is_empty() {
         println!("no card attached");
+    }
+    for o in &orphans {
+        let daemon = o
+            .pid
+            .map_or("no daemon left".to_string(), |p| format!("daemon pid {p}"));
+        println!(
+            "{}\torphaned attachment {} (its state file is missing; {daemon}): `vsl detach --all` or `vsl detach {}` cleans it up",
+            o.loop_devices.join(", "),
+            o.mountpoint.display(),
+            o.name
+        );
     }
     for st in states {
         if st.alive() {
@@ -363,8 +375,23 @@ fn list() -> Result<()> {
 
 /// The live attachments `sel` names (a loop device, store or name).
 fn select(sel: Option<&str>) -> Result<Vec<AttachState>> {
+    let (found, orphans) = select_with_orphans(sel)?;
+    if found.is_empty() && !orphans.is_empty() {
+        bail!(
+            "{} lost its state file (deleted by hand?): `vsl detach` cleans it up",
+            orphans[0].mountpoint.display()
+        );
+    }
+    Ok(found)
+}
+
+/// The live attachments and the orphans `sel` names (all without `sel`).
+fn select_with_orphans(sel: Option<&str>) -> Result<(Vec<AttachState>, Vec<Orphan>)> {
     let all: Vec<_> = list_states().into_iter().filter(|s| s.alive()).collect();
-    let Some(sel) = sel else { return Ok(all) };
+    let orphans = orphans();
+    let Some(sel) = sel else {
+        return Ok((all, orphans));
+    };
     let store = std::fs::canonicalize(sel).ok();
     let found: Vec<_> = all
         .into_iter()
@@ -374,27 +401,51 @@ fn select(sel: Option<&str>) -> Result<Vec<AttachState>> {
                 || s.devices.iter().any(|d| d.loop_device == sel)
         })
         .collect();
-    if found.is_empty() {
+    let orphans: Vec<_> = orphans
+        .into_iter()
+        .filter(|o| o.name == sel || o.loop_devices.iter().any(|d| d == sel))
+        .collect();
+    if found.is_empty() && orphans.is_empty() {
         bail!("{sel} is not an attached openvsl device (see vsl attach --list)");
     }
-    Ok(found)
+    Ok((found, orphans))
+}
+
+/// Refuses to detach a loop device that is mounted or held open.
+fn check_released(dev: &str) -> Result<()> {
+    if let Some(m) = mounted_at(dev) {
+        bail!("{dev} is mounted on {m}; unmount it first");
+    }
+    if device_busy(dev) {
+        bail!("{dev} is in use (held open exclusively, e.g. by md or a mount); release it first");
+    }
+    Ok(())
 }
 
 /// `vsl detach`.
 pub fn run_detach(a: DetachArgs) -> Result<()> {
-    let states = select(if a.all { None } else { a.device.as_deref() })?;
+    let (states, orphans) = select_with_orphans(if a.all { None } else { a.device.as_deref() })?;
     for st in &states {
         for d in &st.devices {
-            if let Some(m) = mounted_at(&d.loop_device) {
-                bail!("{} is mounted on {m}; unmount it first", d.loop_device);
-            }
-            if device_busy(&d.loop_device) {
-                bail!(
-                    "{} is in use (held open exclusively, e.g. by md or a mount); release it first",
-                    d.loop_device
-                );
-            }
+            check_released(&d.loop_device)?;
         }
+    }
+    for o in &orphans {
+        for d in &o.loop_devices {
+            check_released(d)?;
+        }
+    }
+    for o in &orphans {
+        stop_orphan(o, Duration::from_secs(120))?;
+        println!(
+            "detached {} (orphaned attachment {}: its state file was missing)",
+            if o.loop_devices.is_empty() {
+                "no loop device".to_string()
+            } else {
+                o.loop_devices.join(", ")
+            },
+            o.mountpoint.display()
+        );
     }
     for st in &states {
         let reply = control(&st.socket, "detach")?;

@@ -162,6 +162,137 @@ pub fn clean_stale(name: &str) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// An attachment under this run directory whose state file is gone
+/// (deleted by hand) while its FUSE mount is still there.
+#[derive(Clone, Debug)]
+pub struct Orphan {
+    pub name: String,
+    /// The daemon, if it still runs (from the mount's source,
+    /// `openvsl:NAME:PID`, checked against the process).
+    pub pid: Option<u32>,
+    pub mountpoint: PathBuf,
+    /// Loop devices bound to files in the mount.
+    pub loop_devices: Vec<String>,
+}
+
+/// Undoes the octal escapes of a /proc/self/mounts field.
+fn unescape_mount_field(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let oct = b
+            .get(i + 1..i + 4)
+            .filter(|d| b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match oct {
+            Some(d) => {
+                out.push(d.iter().fold(0u8, |v, c| v.wrapping_mul(8) + (c - b'0')));
+                i += 4;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// True if `pid` is an attach daemon: its command line attaches and it
+/// holds /dev/fuse open (so a reused pid is never signalled).
+fn is_attach_daemon(pid: u32) -> bool {
+    if !pid_alive(pid) {
+        return false;
+    }
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    if !cmdline.split(|&c| c == 0).any(|a| a == b"attach") {
+        return false;
+    }
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .any(|l| l == Path::new("/dev/fuse"))
+}
+
+/// The loop devices bound to files under `dir`.
+fn loops_backed_under(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir("/sys/block")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let dev = format!("/dev/{name}");
+            (name.starts_with("loop") && loop_backing_file(&dev)?.starts_with(dir)).then_some(dev)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Attachments under this run directory that lost their state file.
+pub fn orphans() -> Vec<Orphan> {
+    let base = run_base();
+    let known: Vec<PathBuf> = list_states().into_iter().map(|s| s.mountpoint).collect();
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let source = unescape_mount_field(f.next()?);
+            let mountpoint = PathBuf::from(unescape_mount_field(f.next()?));
+            let fstype = f.next()?;
+            let rest = source.strip_prefix("openvsl:")?;
+            if !matches!(fstype, "fuse" | "fuse.openvsl")
+                || !mountpoint.starts_with(&base)
+                || known.contains(&mountpoint)
+            {
+                return None;
+            }
+            let (name, pid) = match rest.rsplit_once(':') {
+                Some((n, p)) => (n.to_string(), p.parse::<u32>().ok()),
+                None => (rest.to_string(), None),
+            };
+            Some(Orphan {
+                name,
+                pid: pid.filter(|&p| is_attach_daemon(p)),
+                loop_devices: loops_backed_under(&mountpoint),
+                mountpoint,
+            })
+        })
+        .collect()
+}
+
+/// Stops an orphan: signals its daemon (which detaches, flushes and
+/// unmounts as on `vsl detach`) and waits for it, or, with no daemon left,
+/// detaches its loop devices and unmounts it.
+pub fn stop_orphan(o: &Orphan, timeout: Duration) -> Result<()> {
+    if let Some(pid) = o.pid {
+        // SAFETY: plain kill(2); the pid was checked to be an attach daemon.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        let deadline = Instant::now() + timeout;
+        while pid_alive(pid) {
+            if Instant::now() > deadline {
+                bail!(
+                    "daemon pid {pid} did not stop within {} s",
+                    timeout.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    } else {
+        for d in &o.loop_devices {
+            losetup_detach(d)?;
+        }
+        umount_lazy(&o.mountpoint)
+            .with_context(|| format!("unmounting {}", o.mountpoint.display()))?;
+    }
+    if let Some(dir) = o.mountpoint.parent() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    Ok(())
+}
+
 fn umount_lazy(p: &Path) -> std::io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(p.as_os_str().as_bytes())?;
@@ -274,7 +405,9 @@ impl Daemon {
         let mnt = dir.join("mnt");
         let mut fcfg = fuser::Config::default();
         fcfg.mount_options = vec![
-            fuser::MountOption::FSName(format!("openvsl:{name}")),
+            // The pid lets `vsl detach` find this daemon even if the state
+            // file is deleted by hand (see [`orphans`]).
+            fuser::MountOption::FSName(format!("openvsl:{name}:{}", std::process::id())),
             fuser::MountOption::Subtype("openvsl".into()),
         ];
         fcfg.n_threads = Some(cfg.fuse_threads.max(1));

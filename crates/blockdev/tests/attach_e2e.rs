@@ -161,3 +161,92 @@ fn issue4_bad_input_is_one_clear_line() {
     assert!(!out.status.success());
     assert!(err.contains("needs root"), "{err}");
 }
+
+/// A loop device is free when sysfs names no backing file for it.
+fn loop_free(dev: &str) -> bool {
+    let name = dev.trim_start_matches("/dev/");
+    !std::path::Path::new(&format!("/sys/block/{name}/loop/backing_file")).exists()
+}
+
+/// True while `pid` exists and is not a zombie (the daemon's parent, init
+/// here, may reap it late).
+fn running(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit(')')
+        .next()
+        .and_then(|r| r.split_whitespace().next());
+    state.is_some_and(|s| s != "Z" && s != "X")
+}
+
+fn mounted_openvsl(run_dir: &std::path::Path) -> bool {
+    std::fs::read_to_string("/proc/self/mounts")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("openvsl:") && l.contains(run_dir.to_str().unwrap()))
+}
+
+#[test]
+fn issue4_detach_finds_an_attachment_whose_state_file_was_deleted() {
+    if skip(
+        "issue4_detach_finds_an_attachment_whose_state_file_was_deleted",
+        &["losetup"],
+    ) {
+        return;
+    }
+    let rig = Rig::new("orphan");
+    let forget_state = || {
+        for e in std::fs::read_dir(&rig.run_dir).unwrap() {
+            let d = e.unwrap().path();
+            std::fs::remove_file(d.join("state.json")).unwrap();
+            let _ = std::fs::remove_file(d.join("control.sock"));
+        }
+    };
+
+    // The daemon still runs: detach signals it and it shuts down as usual.
+    let devs = rig.attach(&[common::TINY_CARD, &["--timing", "none"]].concat());
+    let pid = rig.daemon_pid();
+    forget_state();
+    let out = rig.vsl(&["attach", "--list"]);
+    let list = String::from_utf8_lossy(&out.stdout);
+    assert!(list.contains("orphaned attachment"), "{list}");
+    assert!(list.contains(&devs[0]), "{list}");
+    let out = rig.vsl(&["status"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("lost its state file"), "{err}");
+    let out = rig.vsl(&["detach", &devs[0]]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("orphaned attachment"), "{said}");
+    assert!(!running(pid), "daemon {pid} still runs");
+    assert!(loop_free(&devs[0]), "{} still bound", devs[0]);
+    assert!(!mounted_openvsl(&rig.run_dir), "FUSE mount left behind");
+
+    // The daemon was killed too: detach frees the loop device and the mount.
+    let devs = rig.attach(&[]);
+    let pid = rig.daemon_pid();
+    sh(&format!("kill -9 {pid}"));
+    for _ in 0..200 {
+        if !running(pid) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    forget_state();
+    let out = rig.vsl(&["detach", "--all"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(loop_free(&devs[0]), "{} still bound", devs[0]);
+    assert!(!mounted_openvsl(&rig.run_dir), "FUSE mount left behind");
+    // The store attaches again.
+    rig.attach(&[]);
+    rig.detach_all();
+}
