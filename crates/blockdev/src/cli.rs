@@ -376,18 +376,29 @@ fn list() -> Result<()> {
 /// The live attachments `sel` names (a loop device, store or name).
 fn select(sel: Option<&str>) -> Result<Vec<AttachState>> {
     let (found, orphans) = select_with_orphans(sel)?;
-    if found.is_empty() && !orphans.is_empty() {
-        bail!(
-            "{} lost its state file (deleted by hand?): `vsl detach` cleans it up",
-            orphans[0].mountpoint.display()
-        );
+    let (live, dead): (Vec<_>, Vec<_>) = found.into_iter().partition(|s| s.alive());
+    if live.is_empty() {
+        if let Some(o) = orphans.first() {
+            bail!(
+                "{} lost its state file (deleted by hand?): `vsl detach` cleans it up",
+                o.mountpoint.display()
+            );
+        }
+        if let Some(d) = dead.first() {
+            bail!(
+                "the daemon of {} (pid {}) is gone (crashed?): re-attach the store to recover it, or `vsl detach` to clean up",
+                d.store.display(),
+                d.pid
+            );
+        }
     }
-    Ok(found)
+    Ok(live)
 }
 
-/// The live attachments and the orphans `sel` names (all without `sel`).
+/// The attachments (live, or left by a daemon that died) and the orphans
+/// `sel` names (all without `sel`).
 fn select_with_orphans(sel: Option<&str>) -> Result<(Vec<AttachState>, Vec<Orphan>)> {
-    let all: Vec<_> = list_states().into_iter().filter(|s| s.alive()).collect();
+    let all = list_states();
     let orphans = orphans();
     let Some(sel) = sel else {
         return Ok((all, orphans));
@@ -425,6 +436,26 @@ fn check_released(dev: &str) -> Result<()> {
 /// `vsl detach`.
 pub fn run_detach(a: DetachArgs) -> Result<()> {
     let (states, orphans) = select_with_orphans(if a.all { None } else { a.device.as_deref() })?;
+    let (states, dead): (Vec<_>, Vec<_>) = states.into_iter().partition(|s| s.alive());
+    for st in &dead {
+        for d in &st.devices {
+            let ours = daemon::loop_backing_file(&d.loop_device)
+                .is_some_and(|f| f.starts_with(&st.mountpoint));
+            if ours {
+                check_released(&d.loop_device)?;
+            }
+        }
+    }
+    for st in &dead {
+        daemon::clean_stale(&st.name);
+        let devs: Vec<_> = st.devices.iter().map(|d| d.loop_device.as_str()).collect();
+        println!(
+            "cleaned up {} (store {}): its daemon, pid {}, had died; the store is consistent, re-attach it to use it",
+            devs.join(", "),
+            st.store.display(),
+            st.pid
+        );
+    }
     for st in &states {
         for d in &st.devices {
             check_released(&d.loop_device)?;

@@ -127,9 +127,26 @@ extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
-fn install_signal_handlers() {
-    // SAFETY: the handler only stores to an atomic.
+/// The store is read through a mapping: a media error on the disk under
+/// it, or a store file truncated behind the daemon's back, raises SIGBUS.
+/// The daemon cannot go on; it says why in daemon.log and exits. Every
+/// acknowledged write is already in the store (power-cut safe), and
+/// `vsl detach` or a re-attach cleans up.
+extern "C" fn on_sigbus(_: libc::c_int) {
+    const MSG: &[u8] = b"vsl: SIGBUS reading the store through its mapping (a media error on \
+the disk under the store, or a store file truncated): the daemon stops; acknowledged writes \
+are in the store; `vsl detach` cleans up, a re-attach recovers\n";
+    // SAFETY: write(2) and _exit(2) are async-signal-safe.
     unsafe {
+        libc::write(2, MSG.as_ptr().cast(), MSG.len());
+        libc::_exit(75);
+    }
+}
+
+fn install_signal_handlers() {
+    // SAFETY: the handlers only store to an atomic, or write and exit.
+    unsafe {
+        libc::signal(libc::SIGBUS, on_sigbus as *const () as libc::sighandler_t);
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGHUP, on_signal as *const () as libc::sighandler_t);
@@ -378,6 +395,7 @@ impl Daemon {
     /// Opens the store, recovers, mounts and attaches. On error, undoes
     /// what it did.
     pub fn start(cfg: DaemonConfig) -> Result<Daemon> {
+        install_signal_handlers();
         let name = name_for_store(&cfg.store);
         clean_stale(&name);
         let mut store = Store::open(&cfg.store, &cfg.header)?;
@@ -463,7 +481,6 @@ impl Daemon {
 
     /// Serves the control socket until `detach` or a signal.
     pub fn serve(mut self) -> Result<()> {
-        install_signal_handlers();
         let mut sampler = Sampler::new(&self.engines);
         let mut next_sample = Instant::now() + Duration::from_secs(1);
         while !STOP.load(Ordering::SeqCst) {

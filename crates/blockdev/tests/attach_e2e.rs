@@ -179,6 +179,16 @@ fn running(pid: u32) -> bool {
     state.is_some_and(|s| s != "Z" && s != "X")
 }
 
+/// Waits up to 5 s for `pid` to end.
+fn wait_gone(pid: u32) {
+    for _ in 0..500 {
+        if !running(pid) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 fn mounted_openvsl(run_dir: &std::path::Path) -> bool {
     std::fs::read_to_string("/proc/self/mounts")
         .unwrap()
@@ -231,12 +241,7 @@ fn issue4_detach_finds_an_attachment_whose_state_file_was_deleted() {
     let devs = rig.attach(&[]);
     let pid = rig.daemon_pid();
     sh(&format!("kill -9 {pid}"));
-    for _ in 0..200 {
-        if !running(pid) {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_gone(pid);
     forget_state();
     let out = rig.vsl(&["detach", "--all"]);
     assert!(
@@ -249,4 +254,68 @@ fn issue4_detach_finds_an_attachment_whose_state_file_was_deleted() {
     // The store attaches again.
     rig.attach(&[]);
     rig.detach_all();
+}
+
+#[test]
+fn issue4_store_lost_under_the_daemon_is_reported_and_cleaned_up() {
+    if skip(
+        "issue4_store_lost_under_the_daemon_is_reported_and_cleaned_up",
+        &["losetup", "dd"],
+    ) {
+        return;
+    }
+    let rig = Rig::new("sigbus");
+    let devs = rig.attach(&[common::TINY_CARD, &["--timing", "none"]].concat());
+    let dev = &devs[0];
+    sh(&format!(
+        "dd if=/dev/urandom of={dev} bs=1M count=8 oflag=direct status=none"
+    ));
+    let pid = rig.daemon_pid();
+    let run = std::fs::read_dir(&rig.run_dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    // The store's data file cut short behind the daemon's back: as a media
+    // error would, reading it through the mapping raises SIGBUS.
+    sh(&format!(
+        "truncate -s 0 {}",
+        rig.store.join("member0.data").display()
+    ));
+    let out = std::process::Command::new("dd")
+        .args([
+            &format!("if={dev}"),
+            "of=/dev/null",
+            "bs=1M",
+            "count=8",
+            "iflag=direct",
+            "status=none",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the read succeeded");
+    wait_gone(pid);
+    assert!(!running(pid), "daemon {pid} still runs");
+    let log = std::fs::read_to_string(run.join("daemon.log")).unwrap();
+    assert!(
+        log.contains("SIGBUS reading the store"),
+        "daemon.log: {log}"
+    );
+
+    let out = rig.vsl(&["status"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("is gone (crashed?)"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let out = rig.vsl(&["detach", "--all"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("had died"), "{said}");
+    assert!(loop_free(dev), "{dev} still bound");
+    assert!(!mounted_openvsl(&rig.run_dir), "FUSE mount left behind");
 }
