@@ -248,17 +248,17 @@ impl Store {
     pub fn open(dir: &Path, want: &StoreHeader) -> Result<Store, StoreError> {
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         let lock = lock_store(dir)?;
-        let header = match Store::read_header(dir)? {
+        let (header, new) = match Store::read_header(dir)? {
             Some(h) => {
                 h.check_same(want, dir)?;
-                h
+                (h, false)
             }
-            None => want.clone(),
+            None => (want.clone(), true),
         };
         check_space(dir, &header)?;
         let mut members = Vec::new();
         for &m in &header.members {
-            members.push(MemberStore::open(dir, m, &header)?);
+            members.push(MemberStore::open(dir, m, &header, new)?);
         }
         let path = dir.join("store.json");
         let tmp = dir.join("store.json.tmp");
@@ -356,20 +356,32 @@ pub struct MemberStore {
     data_path: PathBuf,
 }
 
-fn open_sized(path: &Path, len: u64) -> Result<File, StoreError> {
+/// Opens a store file of `len` bytes. A new store creates it; in a store
+/// that exists (its header was written after every file), a missing or
+/// resized file is damage and an error, never silently replaced by zeros.
+fn open_sized(path: &Path, len: u64, new: bool) -> Result<File, StoreError> {
     let f = OpenOptions::new()
         .read(true)
         .write(true)
-        .create(true)
+        .create(new)
         .truncate(false)
         .open(path)
-        .map_err(io_err(path))?;
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                StoreError::Corrupt {
+                    path: path.to_path_buf(),
+                    what: "file is missing from the store (deleted?)".into(),
+                }
+            } else {
+                io_err(path)(e)
+            }
+        })?;
     let cur = f.metadata().map_err(io_err(path))?.len();
     if cur != len {
-        if cur != 0 {
+        if cur != 0 || !new {
             return Err(StoreError::Corrupt {
                 path: path.to_path_buf(),
-                what: format!("file is {cur} bytes, expected {len}"),
+                what: format!("file is {cur} bytes, expected {len} (damaged or truncated)"),
             });
         }
         f.set_len(len).map_err(io_err(path))?;
@@ -378,18 +390,23 @@ fn open_sized(path: &Path, len: u64) -> Result<File, StoreError> {
 }
 
 impl MemberStore {
-    fn open(dir: &Path, member: u32, h: &StoreHeader) -> Result<MemberStore, StoreError> {
+    fn open(
+        dir: &Path,
+        member: u32,
+        h: &StoreHeader,
+        new: bool,
+    ) -> Result<MemberStore, StoreError> {
         let p = |ext: &str| dir.join(format!("member{member}.{ext}"));
         let data_path = p("data");
         let oob_path = p("oob");
         let oob_len = h.physical_slots * OOB_BYTES;
-        let oob = open_sized(&oob_path, oob_len)?;
+        let oob = open_sized(&oob_path, oob_len, new)?;
         allocate(&oob, oob_len).map_err(io_err(&oob_path))?;
         let oob_map = memmap2::MmapOptions::new()
             .len(oob_len as usize)
             .map_raw(&oob)
             .map_err(io_err(&oob_path))?;
-        let data = open_sized(&data_path, h.data_bytes_per_member())?;
+        let data = open_sized(&data_path, h.data_bytes_per_member(), new)?;
         // Allocated up front (the space check asked for it): writes then
         // land in allocated blocks, and an erase leaves them allocated.
         allocate(&data, h.data_bytes_per_member()).map_err(io_err(&data_path))?;
@@ -403,8 +420,8 @@ impl MemberStore {
             data_map,
             oob,
             oob_map,
-            trim: open_sized(&p("trim"), h.user_sectors * 8)?,
-            wear: open_sized(&p("wear"), h.lebs as u64 * 4)?,
+            trim: open_sized(&p("trim"), h.user_sectors * 8, new)?,
+            wear: open_sized(&p("wear"), h.lebs as u64 * 4, new)?,
             sector: h.sector_bytes as u64,
             spl: h.slots_per_leb as u64,
             data_path,
@@ -809,6 +826,20 @@ mod tests {
         std::fs::write(dir.join("store.json"), serde_json::to_string(&old).unwrap()).unwrap();
         let e = Store::open(&dir, &header(32)).err().unwrap();
         assert!(matches!(e, StoreError::Version { found: 99, .. }), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_truncated_or_missing_file_of_an_existing_store_is_refused() {
+        let dir = tmpdir("damaged");
+        drop(Store::open(&dir, &header(32)).unwrap());
+        std::fs::File::create(dir.join("member0.data")).unwrap();
+        let e = Store::open(&dir, &header(32)).err().unwrap();
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+        assert!(e.to_string().contains("member0.data"), "{e}");
+        std::fs::remove_file(dir.join("member0.data")).unwrap();
+        let e = Store::open(&dir, &header(32)).err().unwrap();
+        assert!(e.to_string().contains("missing"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

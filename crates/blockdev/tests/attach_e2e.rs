@@ -318,4 +318,13 @@ fn issue4_store_lost_under_the_daemon_is_reported_and_cleaned_up() {
     assert!(said.contains("had died"), "{said}");
     assert!(loop_free(dev), "{dev} still bound");
     assert!(!mounted_openvsl(&rig.run_dir), "FUSE mount left behind");
+    // The damaged store is refused, not silently refilled with zeros.
+    let out = rig.vsl(&["attach", "--store", rig.store.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the truncated store attached");
+    assert!(
+        err.contains("member0.data") && err.contains("damaged"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
