@@ -8,7 +8,10 @@ use clap::{Args, Parser, Subcommand};
     about = "openvsl: a modelled Fusion-io style PCIe flash card and its benchmark lab",
     long_about = "openvsl models a Fusion-io style ioMemory card (NAND + the host-resident VSL flash \
 translation layer) in deterministic virtual time. `vsl run` drives it with a fio-style workload \
-and reports throughput, latency statistics and write amplification per interval."
+and reports throughput, latency statistics and write amplification per interval; `vsl review` \
+runs a whole enterprise SSD review and writes it as a report. With `--target file:PATH:SIZE` or \
+`--target blockdev:/dev/NAME` both run the same methodology on a real file or block device in \
+wall time. `vsl attach` serves the modelled card as a real Linux block device."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -17,7 +20,7 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Run a workload on a modelled card in virtual time.
+    /// Run a workload on a modelled card (virtual time) or a real file or block device (--target, wall time).
     Run(Box<RunArgs>),
     /// List the device presets with their geometry and data-sheet figures.
     Devices(DevicesArgs),
@@ -114,20 +117,20 @@ pub struct RunArgs {
     /// Queue depth per thread.
     #[arg(long, default_value_t = 16)]
     pub qd: u32,
-    /// Virtual time to run, e.g. 90s, 6h.
+    /// Time to run, e.g. 90s, 6h (virtual time; wall time on a real --target).
     #[arg(long, default_value = "60s", allow_hyphen_values = true)]
     pub duration: String,
-    /// Reporting interval in virtual time.
+    /// Reporting interval (virtual time; wall time on a real --target).
     #[arg(long, default_value = "1s", allow_hyphen_values = true)]
     pub interval: String,
-    /// Seed of every random choice; same seed and options give identical output.
+    /// Seed of every random choice; on a modelled card the same seed and options give identical output.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Fill the device sequentially first, as the reviews do.
     #[arg(long)]
     pub precondition: bool,
-    /// Run the workload for this much virtual time before measuring
-    /// (after --precondition); not reported.
+    /// Run the workload for this long before measuring (after
+    /// --precondition; virtual time, or wall time on a real --target); not reported.
     #[arg(long, allow_hyphen_values = true)]
     pub warmup: Option<String>,
     /// Write the summary and intervals as JSON.
