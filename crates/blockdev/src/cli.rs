@@ -16,7 +16,7 @@ use device::{Card, CardConfig, Format, MemberSel, Preset};
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use workload::units::{parse_percent, parse_size};
 
 /// `vsl attach`: serve a modelled card as Linux block devices.
@@ -437,17 +437,21 @@ fn check_released(dev: &str) -> Result<()> {
 pub fn run_detach(a: DetachArgs) -> Result<()> {
     let (states, orphans) = select_with_orphans(if a.all { None } else { a.device.as_deref() })?;
     let (states, dead): (Vec<_>, Vec<_>) = states.into_iter().partition(|s| s.alive());
-    for st in &dead {
-        for d in &st.devices {
-            let ours = daemon::loop_backing_file(&d.loop_device)
-                .is_some_and(|f| f.starts_with(&st.mountpoint));
-            if ours {
-                check_released(&d.loop_device)?;
-            }
-        }
+    // Refuse before touching anything: every loop device to be detached
+    // must be unmounted and released.
+    let held = states
+        .iter()
+        .flat_map(|st| st.devices.iter().map(|d| d.loop_device.clone()))
+        .chain(orphans.iter().flat_map(|o| o.loop_devices.clone()))
+        .chain(
+            dead.iter()
+                .flat_map(|st| daemon::loops_backed_under(&st.mountpoint)),
+        );
+    for dev in held {
+        check_released(&dev)?;
     }
     for st in &dead {
-        daemon::clean_stale(&st.name);
+        daemon::release_leftovers(&st.mountpoint)?;
         let devs: Vec<_> = st.devices.iter().map(|d| d.loop_device.as_str()).collect();
         println!(
             "cleaned up {} (store {}): its daemon, pid {}, had died; the store is consistent, re-attach it to use it",
@@ -455,16 +459,6 @@ pub fn run_detach(a: DetachArgs) -> Result<()> {
             st.store.display(),
             st.pid
         );
-    }
-    for st in &states {
-        for d in &st.devices {
-            check_released(&d.loop_device)?;
-        }
-    }
-    for o in &orphans {
-        for d in &o.loop_devices {
-            check_released(d)?;
-        }
     }
     for o in &orphans {
         stop_orphan(o, Duration::from_secs(120))?;
@@ -483,13 +477,7 @@ pub fn run_detach(a: DetachArgs) -> Result<()> {
         if let Some(msg) = reply.strip_prefix("error ") {
             bail!("{msg}");
         }
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while st.alive() {
-            if Instant::now() > deadline {
-                bail!("daemon pid {} did not stop within 120 s", st.pid);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        daemon::wait_exit(st.pid, Duration::from_secs(120))?;
         let devs: Vec<_> = st.devices.iter().map(|d| d.loop_device.as_str()).collect();
         println!(
             "detached {} (store {})",

@@ -167,16 +167,44 @@ pub fn clean_stale(name: &str) {
     if st.alive() {
         return;
     }
-    for d in &st.devices {
-        if loop_backing_file(&d.loop_device).is_some_and(|f| f.starts_with(&st.mountpoint)) {
-            let _ = Command::new("losetup")
-                .arg("-d")
-                .arg(&d.loop_device)
-                .status();
+    let _ = release_leftovers(&st.mountpoint);
+}
+
+/// Frees what an attachment with no daemon left still holds: the loop
+/// devices bound to files in its mount, the mount and its run directory
+/// (the mount's parent). Tries every step; returns the first error.
+pub fn release_leftovers(mountpoint: &Path) -> Result<()> {
+    let mut first: Option<anyhow::Error> = None;
+    for d in loops_backed_under(mountpoint) {
+        if let Err(e) = losetup_detach(&d) {
+            first.get_or_insert(e);
         }
     }
-    let _ = umount_lazy(&st.mountpoint);
-    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(e) = umount_lazy(mountpoint) {
+        // Not mounted any more is what we want.
+        if e.raw_os_error() != Some(libc::EINVAL) {
+            first.get_or_insert(anyhow!("unmounting {}: {e}", mountpoint.display()));
+        }
+    }
+    if let Some(dir) = mountpoint.parent() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    first.map_or(Ok(()), Err)
+}
+
+/// Waits up to `timeout` for daemon `pid` to exit.
+pub fn wait_exit(pid: u32, timeout: Duration) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    while pid_alive(pid) {
+        if Instant::now() > deadline {
+            bail!(
+                "daemon pid {pid} did not stop within {} s",
+                timeout.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
 }
 
 /// An attachment under this run directory whose state file is gone
@@ -233,7 +261,7 @@ fn is_attach_daemon(pid: u32) -> bool {
 }
 
 /// The loop devices bound to files under `dir`.
-fn loops_backed_under(dir: &Path) -> Vec<String> {
+pub fn loops_backed_under(dir: &Path) -> Vec<String> {
     let mut out: Vec<String> = std::fs::read_dir("/sys/block")
         .into_iter()
         .flatten()
@@ -284,30 +312,14 @@ pub fn orphans() -> Vec<Orphan> {
 /// unmounts as on `vsl detach`) and waits for it, or, with no daemon left,
 /// detaches its loop devices and unmounts it.
 pub fn stop_orphan(o: &Orphan, timeout: Duration) -> Result<()> {
-    if let Some(pid) = o.pid {
-        // SAFETY: plain kill(2); the pid was checked to be an attach daemon.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
-        let deadline = Instant::now() + timeout;
-        while pid_alive(pid) {
-            if Instant::now() > deadline {
-                bail!(
-                    "daemon pid {pid} did not stop within {} s",
-                    timeout.as_secs()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
+    match o.pid {
+        Some(pid) => {
+            // SAFETY: plain kill(2); the pid was checked to be an attach daemon.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+            wait_exit(pid, timeout)
         }
-    } else {
-        for d in &o.loop_devices {
-            losetup_detach(d)?;
-        }
-        umount_lazy(&o.mountpoint)
-            .with_context(|| format!("unmounting {}", o.mountpoint.display()))?;
+        None => release_leftovers(&o.mountpoint),
     }
-    if let Some(dir) = o.mountpoint.parent() {
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    Ok(())
 }
 
 fn umount_lazy(p: &Path) -> std::io::Result<()> {
