@@ -62,13 +62,26 @@ pub struct CardArgs {
     /// RAID 0 chunk size across members.
     #[arg(long, default_value = "512k")]
     pub chunk: String,
-    /// Keep this fraction of each device's erase blocks (capacity shrinks;
-    /// parallelism and timing stay), for quick runs.
+    /// Model this fraction of the card, for quick runs: each erase block
+    /// keeps this fraction of its pages (capacity shrinks; the number of
+    /// erase blocks, parallelism and timing stay, so GC behaves as on the
+    /// full card).
     #[arg(long, default_value = "1", allow_hyphen_values = true)]
     pub scale: String,
     /// Garbage-collection victim selection: greedy or cost-benefit.
     #[arg(long, default_value = "greedy")]
     pub gc_policy: String,
+    /// When GC runs: paced (grooming interleaved with host writes at a pace
+    /// set by free space) or legacy (idle time plus stop-the-world).
+    #[arg(long, default_value = "paced")]
+    pub gc_mode: String,
+    /// Reads overtake queued programs and erases in the bank queues: on or off.
+    #[arg(long, default_value = "on")]
+    pub read_priority: String,
+    /// Program/erase suspend for reads, with its latency (e.g. 20us), or off.
+    /// The presets' NAND (2008-2012) has none.
+    #[arg(long, default_value = "off", allow_hyphen_values = true)]
+    pub suspend: String,
 }
 
 /// The workload, spelled as fio spells it.

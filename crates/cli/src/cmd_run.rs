@@ -23,6 +23,16 @@ pub fn card_config(a: &CardArgs) -> Result<CardConfig> {
     let mut c = blockdev::cli::card_config(&spec)?;
     // Virtual-time runs carry no data: no per-slot sequence numbers.
     c.track_sequence = false;
+    c.gc_mode = a.gc_mode.parse().map_err(|e| anyhow!("--gc-mode: {e}"))?;
+    c.read_priority = match a.read_priority.as_str() {
+        "on" => true,
+        "off" => false,
+        o => return Err(anyhow!("--read-priority: '{o}' (expected on or off)")),
+    };
+    c.suspend_ns = match a.suspend.as_str() {
+        "off" => None,
+        d => Some(parse_duration_ns(d).map_err(|e| anyhow!("--suspend: {e}"))?),
+    };
     c.chunk_bytes = parse_size(&a.chunk).map_err(|e| anyhow!("--chunk: {e}"))?;
     Ok(c)
 }

@@ -1,5 +1,5 @@
 use crate::preset::{Format, Preset};
-use ftl::{FtlConfig, FtlError, FtlStats, GcPolicy, Vsl};
+use ftl::{FtlConfig, FtlError, FtlStats, GcMode, GcPolicy, ReadPolicy, Vsl};
 use serde::Serialize;
 use sim::{Nanos, Resource};
 
@@ -12,11 +12,17 @@ pub const RESERVED_FRACTION: f64 = 0.11;
 /// Free erase units foreground GC keeps (the frontier's next unit and one
 /// for GC's own moves).
 pub const GC_RESERVE_LEBS: u32 = 2;
-/// Idle-time GC runs while fewer than this many erase units are free.
+/// Idle-time and paced GC run while fewer than this many erase units are
+/// free (the high watermark; the low one is `GC_RESERVE_LEBS`).
 pub const GC_BACKGROUND_LEBS: u32 = 4;
+/// Paced GC moves at most this many sectors per host sector in the
+/// background; beyond it free space falls to the low watermark and host
+/// writes stall (docs/MODEL.md: a design assumption, not fitted).
+pub const GC_PACE_MAX: f64 = 1.0;
 /// Power-cut-protected write buffer, in write units.
 pub const BUFFER_UNITS: u64 = 16;
-/// Smallest erase-unit count `--scale` may shrink a member to.
+/// Smallest erase-unit count `--scale` may shrink a member to (only below
+/// the scale at which erase units are down to one page per block).
 pub const MIN_SCALED_LEBS: u32 = 24;
 /// Host RAM the model refuses to exceed without `--scale` (bytes).
 pub const MAX_MODEL_RAM: u64 = 16 << 30;
@@ -121,13 +127,20 @@ pub struct CardConfig {
     pub preset: &'static Preset,
     pub format: Format,
     pub sector_bytes: u32,
-    /// Fraction of erase units kept (capacity shrinks, parallelism and
-    /// timing do not).
+    /// Fraction of the card modelled: each erase unit keeps this fraction
+    /// of its pages (capacity shrinks; erase-unit count, parallelism and
+    /// timing do not). See [`CardConfig::ftl_config`].
     pub scale: f64,
     pub member: MemberSel,
     /// RAID 0 chunk across members.
     pub chunk_bytes: u64,
     pub gc_policy: GcPolicy,
+    pub gc_mode: GcMode,
+    /// Reads overtake queued programs and erases in the bank queues.
+    pub read_priority: bool,
+    /// Program/erase suspend for reads (None: off; the presets' NAND of
+    /// 2008-2012 has none, see docs/MODEL.md).
+    pub suspend_ns: Option<u64>,
     pub track_sequence: bool,
 }
 
@@ -141,8 +154,32 @@ impl CardConfig {
             member: MemberSel::All,
             chunk_bytes: 512 * 1024,
             gc_policy: GcPolicy::Greedy,
+            gc_mode: GcMode::Paced,
+            read_priority: true,
+            suspend_ns: None,
             track_sequence: false,
         }
+    }
+
+    /// The geometry of one member after `--scale`, and how many scaled
+    /// erase-unit erases make one full block erase. Scaling shrinks every
+    /// erase unit (fewer pages per block) and keeps their number, so the GC
+    /// reserve, the watermarks and the free-space statistics are those of
+    /// the full card; only when one page per block is not small enough does
+    /// the erase-unit count shrink too.
+    pub fn scaled_geometry(&self) -> (nand::Geometry, u32) {
+        let mut g = self.preset.geometry;
+        if self.scale >= 1.0 {
+            return (g, 1);
+        }
+        let full_pages = g.pages_per_block as f64;
+        let pages = ((full_pages * self.scale).round() as u32).clamp(1, g.pages_per_block);
+        let page_scale = pages as f64 / full_pages;
+        let lebs = (g.blocks_per_plane as f64 * (self.scale / page_scale)).round() as u32;
+        g.pages_per_block = pages;
+        g.blocks_per_plane = lebs.clamp(MIN_SCALED_LEBS.min(g.blocks_per_plane), g.blocks_per_plane);
+        let batch = (full_pages / pages as f64).round() as u32;
+        (g, batch.max(1))
     }
 
     /// The FTL configuration of one member, after format and scale.
@@ -152,15 +189,16 @@ impl CardConfig {
         if !(self.scale > 0.0 && self.scale <= 1.0) {
             return err(format!("scale {} must be in (0, 1]", self.scale));
         }
-        let mut geometry = p.geometry;
-        let full_lebs = geometry.blocks_per_plane;
-        let lebs = ((full_lebs as f64 * self.scale).ceil() as u32).max(MIN_SCALED_LEBS);
-        geometry.blocks_per_plane = lebs.min(full_lebs);
-        let ratio = geometry.blocks_per_plane as f64 / full_lebs as f64;
-        // The GC reserve counts towards the reserved fraction, so that a
-        // scaled card keeps the full card's effective spare.
+        let (geometry, erase_batch) = self.scaled_geometry();
+        let ratio = geometry.data_bytes() as f64 / p.geometry.data_bytes() as f64;
+        // Watermarks and stalls count in full-size erase units: a scaled
+        // card's `erase_batch` small units hold one full unit's bytes. The
+        // GC reserve (the low watermark, where free space sits when pacing
+        // cannot keep up) counts towards the reserved fraction, so a scaled
+        // card keeps the full card's effective spare.
+        let k = erase_batch;
         let reserved_lebs = ((geometry.blocks_per_plane as f64 * RESERVED_FRACTION).round() as u32)
-            .saturating_sub(GC_RESERVE_LEBS);
+            .saturating_sub(GC_RESERVE_LEBS * k);
         let sector = self.sector_bytes as u64;
         let mut cfg = FtlConfig {
             geometry,
@@ -169,8 +207,16 @@ impl CardConfig {
             user_sectors: 0,
             reserved_lebs,
             gc_policy: self.gc_policy,
-            gc_reserve_lebs: GC_RESERVE_LEBS,
-            gc_background_lebs: GC_BACKGROUND_LEBS,
+            gc_mode: self.gc_mode,
+            gc_reserve_lebs: GC_RESERVE_LEBS * k,
+            gc_background_lebs: GC_BACKGROUND_LEBS * k,
+            gc_stall_lebs: k,
+            gc_pace_max: GC_PACE_MAX,
+            read_policy: ReadPolicy {
+                priority: self.read_priority,
+                suspend_ns: self.suspend_ns,
+            },
+            erase_batch,
             buffer_bytes: BUFFER_UNITS * geometry.write_unit_bytes(),
             wear_level_spread: 64,
             track_sequence: self.track_sequence,

@@ -34,7 +34,8 @@
 
 mod vsl;
 
-pub use vsl::{FtlConfig, FtlError, FtlStats, GcPolicy, MediaEvent, OobRecord, Vsl};
+pub use nand::ReadPolicy;
+pub use vsl::{FtlConfig, FtlError, FtlStats, GcMode, GcPolicy, MediaEvent, OobRecord, Vsl};
 
 /// Steady-state write amplification of greedy GC under uniform random
 /// single-sector writes, in the large-block limit:

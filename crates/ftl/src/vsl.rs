@@ -1,4 +1,4 @@
-use nand::{CellTiming, Geometry, NandArray};
+use nand::{CellTiming, Geometry, NandArray, ReadPolicy};
 use serde::Serialize;
 use sim::Nanos;
 use std::cmp::Reverse;
@@ -29,6 +29,33 @@ impl std::str::FromStr for GcPolicy {
     }
 }
 
+/// When garbage collection runs.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GcMode {
+    /// The groomer paces itself by free space: below the high watermark
+    /// (`gc_background_lebs`) each host write pays a share of GC moves that
+    /// grows as free space falls (at most `gc_pace_max` per host sector);
+    /// host writes stall only when free space reaches the low watermark
+    /// (`gc_reserve_lebs`). Idle time is used as in `Legacy`.
+    Paced,
+    /// Idle-time GC below `gc_background_lebs`, and stop-the-world
+    /// collection of whole erase units when a host write opens one with
+    /// fewer than `gc_reserve_lebs` free (the model before pacing).
+    Legacy,
+}
+
+impl std::str::FromStr for GcMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "paced" => Ok(GcMode::Paced),
+            "legacy" | "stop-the-world" => Ok(GcMode::Legacy),
+            _ => Err(format!("unknown GC mode '{s}' (expected paced or legacy)")),
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FtlError {
@@ -54,10 +81,26 @@ pub struct FtlConfig {
     /// Erase units set aside (metadata, bad-block replacement): never used.
     pub reserved_lebs: u32,
     pub gc_policy: GcPolicy,
-    /// Foreground GC keeps at least this many erase units free.
+    pub gc_mode: GcMode,
+    /// Foreground GC keeps at least this many erase units free (the low
+    /// watermark).
     pub gc_reserve_lebs: u32,
-    /// Idle-time GC works while fewer than this many erase units are free.
+    /// Idle-time and paced GC work while fewer than this many erase units
+    /// are free (the high watermark).
     pub gc_background_lebs: u32,
+    /// Paced GC: most sectors moved in the background per host sector.
+    pub gc_pace_max: f64,
+    /// How reads are ordered against queued programs and erases.
+    pub read_policy: ReadPolicy,
+    /// Erase-unit erases per charged block erase (1 unless the card is
+    /// scaled by shrinking its erase units).
+    pub erase_batch: u32,
+    /// Erase units one foreground GC stall reclaims at least: once free
+    /// units fall to `gc_reserve_lebs - gc_stall_lebs`, host writes wait
+    /// until `gc_reserve_lebs` are free again. 1 on a full-size card; a
+    /// card scaled by shrinking its erase units reclaims as many bytes per
+    /// stall as the full card does.
+    pub gc_stall_lebs: u32,
     /// Power-cut-protected write buffer.
     pub buffer_bytes: u64,
     /// Erase-count spread (max - min) that triggers static wear levelling.
@@ -89,8 +132,13 @@ impl FtlConfig {
             user_sectors: 1,
             reserved_lebs: 0,
             gc_policy: policy,
+            gc_mode: GcMode::Legacy,
             gc_reserve_lebs: 2,
             gc_background_lebs: 0,
+            gc_pace_max: 1.0,
+            read_policy: ReadPolicy::FIFO,
+            erase_batch: 1,
+            gc_stall_lebs: 1,
             buffer_bytes: 4 * 4096,
             wear_level_spread: u32::MAX,
             track_sequence: false,
@@ -139,6 +187,18 @@ impl FtlConfig {
         }
         if self.gc_reserve_lebs < 2 {
             return c("GC needs at least 2 reserved free erase units".into());
+        }
+        if self.gc_stall_lebs == 0 || self.gc_stall_lebs >= self.gc_reserve_lebs {
+            return c(format!(
+                "a GC stall of {} erase units must be at least 1 and below the reserve of {}",
+                self.gc_stall_lebs, self.gc_reserve_lebs
+            ));
+        }
+        if self.gc_mode == GcMode::Paced && self.gc_background_lebs <= self.gc_reserve_lebs {
+            return c("paced GC needs its high watermark above the low one".into());
+        }
+        if !(self.gc_pace_max >= 0.0 && self.gc_pace_max.is_finite()) {
+            return c(format!("GC pace {} must be a finite number >= 0", self.gc_pace_max));
         }
         let phys_slots = self.geometry.lebs() as u64 * self.slots_per_leb() as u64;
         if phys_slots >= UNMAPPED as u64 || self.user_sectors >= UNMAPPED as u64 {
@@ -202,7 +262,23 @@ enum LebState {
     Free,
     Open,
     Closed,
+    /// Closed and being collected by paced GC.
+    Victim,
     Reserved,
+}
+
+/// The erase unit paced GC is collecting.
+#[derive(Copy, Clone, Debug)]
+struct Victim {
+    leb: u32,
+    /// Next slot (within the unit) to look at.
+    next: u32,
+    /// Write unit whose valid sectors were last read, and when the read
+    /// completes.
+    read_unit: u32,
+    read_done: Nanos,
+    /// Moves per reclaimed slot when it was chosen: valid / invalid.
+    ratio: f64,
 }
 
 /// One ioMemory device's flash translation layer with its NAND.
@@ -236,6 +312,9 @@ pub struct Vsl {
     gc_read_done: Vec<Nanos>,
     /// Scratch: valid slots of the GC victim.
     gc_valid: Vec<u32>,
+    /// Paced GC: the unit being collected, and moves owed to the pace.
+    victim: Option<Victim>,
+    gc_debt: f64,
     /// GC moves and erases for a data store keyed by physical slot; `None`
     /// (the default) costs one branch per GC run and nothing per write.
     media_log: Option<Vec<MediaEvent>>,
@@ -286,8 +365,11 @@ impl Vsl {
         }
         leb_state[0] = LebState::Open;
         let buffer_cap = cfg.buffer_bytes / cfg.sector_bytes as u64;
+        let mut nand = NandArray::new(g, cfg.timing);
+        nand.set_read_policy(cfg.read_policy);
+        nand.set_erase_batch(cfg.erase_batch);
         Ok(Vsl {
-            nand: NandArray::new(g, cfg.timing),
+            nand,
             l2p: vec![UNMAPPED; cfg.user_sectors as usize],
             p2l: vec![UNMAPPED; lebs * spl as usize],
             valid_bits: vec![0; (lebs * spl as usize).div_ceil(64)],
@@ -310,6 +392,8 @@ impl Vsl {
             last_admit: Nanos::ZERO,
             gc_read_done: Vec::with_capacity(g.units_per_leb() as usize),
             gc_valid: Vec::with_capacity(spl as usize),
+            victim: None,
+            gc_debt: 0.0,
             media_log: None,
             spu,
             spl,
@@ -364,9 +448,14 @@ impl Vsl {
     /// buffer, i.e. when the write may be acknowledged.
     pub fn write(&mut self, ready: Nanos, start: u64, count: u64) -> Result<Nanos, FtlError> {
         self.check_range(start, count)?;
+        self.nand.advance(ready);
         if self.free.len() < self.cfg.gc_background_lebs as usize && self.nand.idle_at(ready) {
-            self.collect_one(ready);
+            match self.cfg.gc_mode {
+                GcMode::Legacy => self.collect_one(ready),
+                GcMode::Paced => self.finish_victim(ready),
+            }
         }
+        let paced = self.cfg.gc_mode == GcMode::Paced;
         let mut t = ready;
         let mut lba = start;
         let end = start + count;
@@ -376,6 +465,9 @@ impl Vsl {
             for l in lba..lba + chunk {
                 let seq = self.stats.host_sectors_written + (l - start) + 1;
                 self.place(t, l as u32, Origin::Host(seq));
+            }
+            if paced {
+                self.pace(t, chunk);
             }
             lba += chunk;
         }
@@ -387,6 +479,7 @@ impl Vsl {
     /// the data is at the controller. Unwritten sectors cost no media access.
     pub fn read(&mut self, ready: Nanos, start: u64, count: u64) -> Result<Nanos, FtlError> {
         self.check_range(start, count)?;
+        self.nand.advance(ready);
         let mut done = ready;
         let open_unit = self.open_unit_id();
         let mut i = start;
@@ -566,22 +659,39 @@ impl Vsl {
         self.leb_state[leb as usize] = LebState::Open;
         self.frontier_leb = leb;
         self.frontier_next = 0;
-        if host {
+        let reserve = self.cfg.gc_reserve_lebs as usize;
+        if host && self.free.len() <= reserve - self.cfg.gc_stall_lebs as usize {
             let mut rounds = 0;
-            while self.free.len() < self.cfg.gc_reserve_lebs as usize {
+            while self.free.len() < reserve {
                 rounds += 1;
                 assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
-                self.collect_one(t);
+                match self.cfg.gc_mode {
+                    GcMode::Legacy => self.collect_one(t),
+                    GcMode::Paced => self.finish_victim(t),
+                }
             }
         }
     }
 
     fn select_victim(&mut self) -> u32 {
+        let victim = self
+            .best_victim()
+            .expect("no closed erase unit to collect");
+        assert!(
+            self.leb_valid[victim as usize] < self.spl,
+            "GC victim is fully valid: the device has no spare space"
+        );
+        victim
+    }
+
+    /// The closed erase unit GC should collect next (the wear-levelling
+    /// victim every 64th run when wear has spread), if any is closed.
+    fn best_victim(&mut self) -> Option<u32> {
         let spread_check = self.stats.gc_runs % 64 == 63;
         if spread_check {
             if let Some(cold) = self.wear_level_victim() {
                 self.stats.wear_level_runs += 1;
-                return cold;
+                return Some(cold);
             }
         }
         let now = self.stats.host_sectors_written;
@@ -607,12 +717,7 @@ impl Vsl {
                 best = Some((leb as u32, score));
             }
         }
-        let (victim, _) = best.expect("no closed erase unit to collect");
-        assert!(
-            self.leb_valid[victim as usize] < self.spl,
-            "GC victim is fully valid: the device has no spare space"
-        );
-        victim
+        best.map(|(leb, _)| leb)
     }
 
     /// The least-worn closed erase unit, if wear has spread too far.
@@ -749,6 +854,164 @@ impl Vsl {
             .filter(|s| **s == LebState::Open)
             .count();
         assert_eq!(open, 1, "exactly one open erase unit");
+    }
+}
+
+/// Paced GC (`GcMode::Paced`): the groomer collects one erase unit at a
+/// time, a few sectors per host write, at a pace set by free space.
+impl Vsl {
+    /// Free space in erase units, the open frontier's unused part included.
+    fn free_space_lebs(&self) -> f64 {
+        self.free.len() as f64 + (self.spl - self.frontier_next) as f64 / self.spl as f64
+    }
+
+    /// Charges `host` just-written sectors their GC share and does the
+    /// moves owed. Above the high watermark nothing is owed; below it each
+    /// host sector owes `ratio × 2 (high − free) / (high − low)` moves
+    /// (`ratio`: moves per reclaimed slot of the unit being collected), at
+    /// most `gc_pace_max`. At the midpoint of the watermarks the pace equals
+    /// the ratio, so free space settles there when the cap allows it.
+    fn pace(&mut self, t: Nanos, host: u64) {
+        let high = self.cfg.gc_background_lebs as f64;
+        let low = self.cfg.gc_reserve_lebs as f64;
+        let free = self.free_space_lebs();
+        if free >= high {
+            self.gc_debt = 0.0;
+            return;
+        }
+        if self.victim.is_none() && !self.start_victim() {
+            return;
+        }
+        let ratio = self.victim.map_or(0.0, |v| v.ratio);
+        let urgency = 2.0 * (high - free) / (high - low);
+        let rate = (ratio * urgency).min(self.cfg.gc_pace_max);
+        self.gc_debt += rate * host as f64;
+        let owed = self.gc_debt.floor();
+        self.gc_debt -= owed;
+        for _ in 0..owed as u64 {
+            // Paced moves never take the last reserved units: opening one
+            // is left to the host write that then runs foreground GC.
+            let full = self.frontier_next == self.spl;
+            let stall_at = (self.cfg.gc_reserve_lebs - self.cfg.gc_stall_lebs) as usize;
+            if full && self.free.len() <= stall_at + 1 {
+                break;
+            }
+            if self.victim.is_none() && !self.start_victim() {
+                break;
+            }
+            self.gc_step(t);
+        }
+    }
+
+    /// Picks the next unit to collect; false if none has invalid slots.
+    fn start_victim(&mut self) -> bool {
+        let Some(leb) = self.best_victim() else {
+            return false;
+        };
+        let valid = self.leb_valid[leb as usize];
+        if valid >= self.spl {
+            return false;
+        }
+        self.stats.gc_runs += 1;
+        self.leb_state[leb as usize] = LebState::Victim;
+        self.victim = Some(Victim {
+            leb,
+            next: 0,
+            read_unit: u32::MAX,
+            read_done: Nanos::ZERO,
+            ratio: valid as f64 / (self.spl - valid) as f64,
+        });
+        true
+    }
+
+    /// Collects the unit being collected (or a new one) to the end, in the
+    /// foreground: the host waits for it (stop-the-world, one unit).
+    fn finish_victim(&mut self, t: Nanos) {
+        if self.victim.is_none() && !self.start_victim() {
+            // Nothing can be reclaimed: the legacy path reports why.
+            self.select_victim();
+            return;
+        }
+        let leb = self.victim.map(|v| v.leb);
+        let mut steps = 0u64;
+        while self.victim.map(|v| v.leb) == leb {
+            steps += 1;
+            assert!(steps <= self.spl as u64 + 1, "GC makes no progress");
+            self.gc_step(t);
+        }
+    }
+
+    /// One step of collecting the victim at time `t`: moves its next valid
+    /// sector (reading that sector's write unit first, once), or erases it
+    /// when none is left.
+    fn gc_step(&mut self, t: Nanos) {
+        let mut v = self.victim.expect("a unit is being collected");
+        let base = v.leb * self.spl;
+        let Some(psa) = self.next_valid(base + v.next, base + self.spl) else {
+            assert_eq!(self.leb_valid[v.leb as usize], 0, "victim still holds data");
+            self.nand.erase_leb(t, v.leb);
+            if let Some(log) = self.media_log.as_mut() {
+                log.push(MediaEvent::Erased { leb: v.leb });
+            }
+            self.leb_state[v.leb as usize] = LebState::Free;
+            self.free
+                .push(Reverse((self.nand.erase_count(v.leb), v.leb)));
+            self.victim = None;
+            return;
+        };
+        let unit = (psa - base) / self.spu;
+        if unit != v.read_unit {
+            let first = base + unit * self.spu;
+            let n = self.count_valid(psa, first + self.spu) as u64;
+            let bank = unit % self.cfg.geometry.banks;
+            v.read_done = self
+                .nand
+                .read_unit(t, bank, n * self.cfg.sector_bytes as u64);
+            v.read_unit = unit;
+        }
+        v.next = psa - base + 1;
+        self.victim = Some(v);
+        let lba = self.p2l[psa as usize];
+        self.place(v.read_done, lba, Origin::Moved(psa));
+        self.stats.gc_sectors_moved += 1;
+        if let Some(log) = self.media_log.as_mut() {
+            let to = self.l2p[lba as usize];
+            let seq = self.oob_seq.get(to as usize).copied().unwrap_or(0);
+            log.push(MediaEvent::Moved {
+                from: psa,
+                to,
+                lba,
+                seq,
+            });
+        }
+    }
+
+    /// First valid slot in `from..end`.
+    fn next_valid(&self, from: u32, end: u32) -> Option<u32> {
+        let mut psa = from;
+        while psa < end {
+            let word = self.valid_bits[(psa / 64) as usize] >> (psa % 64);
+            if word != 0 {
+                let hit = psa + word.trailing_zeros();
+                return (hit < end).then_some(hit);
+            }
+            psa = (psa / 64 + 1) * 64;
+        }
+        None
+    }
+
+    /// Valid slots in `from..end`.
+    fn count_valid(&self, from: u32, end: u32) -> u32 {
+        let mut n = 0;
+        let mut psa = from;
+        while psa < end {
+            let bit = psa % 64;
+            let take = (64 - bit).min(end - psa);
+            let mask = if take == 64 { u64::MAX } else { (1u64 << take) - 1 };
+            n += ((self.valid_bits[(psa / 64) as usize] >> bit) & mask).count_ones();
+            psa += take;
+        }
+        n
     }
 }
 

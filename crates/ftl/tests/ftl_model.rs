@@ -1,7 +1,7 @@
 //! Model-based tests of the VSL: write amplification against the analytic
 //! greedy limit, and a randomized reference-map check.
 
-use ftl::{greedy_wa_limit, FtlConfig, GcPolicy, Vsl};
+use ftl::{greedy_wa_limit, FtlConfig, GcMode, GcPolicy, ReadPolicy, Vsl};
 use sim::{Nanos, Prng};
 
 /// One bank, one plane, 256 pages of 4 KiB per erase unit: GC units of 256
@@ -10,9 +10,26 @@ fn small_config(lebs: u32, spare: f64, sector: u32) -> FtlConfig {
     FtlConfig::wa_study(lebs, spare, sector, GcPolicy::Greedy)
 }
 
+/// The same card with paced GC (watermarks 2 and 4 free units) and reads
+/// ahead of queued programs; `stall` units reclaimed per foreground stall.
+fn paced(mut cfg: FtlConfig, stall: u32) -> FtlConfig {
+    cfg.gc_mode = GcMode::Paced;
+    cfg.gc_reserve_lebs = 2 * stall;
+    cfg.gc_background_lebs = 4 * stall;
+    cfg.gc_stall_lebs = stall;
+    cfg.read_policy = ReadPolicy {
+        priority: true,
+        suspend_ns: None,
+    };
+    cfg
+}
+
 /// Uniform random single-sector writes: WA over the last passes.
 fn measured_wa(spare: f64, seed: u64) -> f64 {
-    let cfg = small_config(1024, spare, 4096);
+    measured_wa_of(small_config(1024, spare, 4096), seed)
+}
+
+fn measured_wa_of(cfg: FtlConfig, seed: u64) -> f64 {
     let user = cfg.user_sectors;
     let mut vsl = Vsl::new(cfg).unwrap();
     let mut prng = Prng::from_seed(seed);
@@ -52,10 +69,27 @@ fn greedy_wa_matches_lambert_w_limit() {
     }
 }
 
+#[test]
+fn paced_greedy_wa_matches_lambert_w_limit() {
+    for spare in [0.12, 0.30] {
+        let seed = 0xBEEF + (spare * 100.0) as u64;
+        let wa = measured_wa_of(paced(small_config(1024, spare, 4096), 1), seed);
+        let want = greedy_wa_limit(spare);
+        let err = (wa - want).abs() / want;
+        assert!(
+            err < 0.05,
+            "paced, spare {spare}: measured WA {wa:.3} vs limit {want:.3}; seed {seed}"
+        );
+    }
+}
+
 /// Drives the FTL with writes, overwrites, trims and GC against a reference
 /// map of version stamps and cross-checks after every step.
-fn random_ops_against_reference(seed: u64, sector: u32, policy: GcPolicy) {
+fn random_ops_against_reference(seed: u64, sector: u32, policy: GcPolicy, mode: Option<u32>) {
     let mut cfg = small_config(48, 0.25, sector);
+    if let Some(stall) = mode {
+        cfg = paced(cfg, stall);
+    }
     cfg.gc_policy = policy;
     cfg.wear_level_spread = 4;
     cfg.track_sequence = true;
@@ -131,15 +165,21 @@ fn random_ops_keep_map_consistent() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20261122);
-    for i in 0..4 {
+    for i in 0..8 {
         let seed = base + i;
         let policy = if i % 2 == 0 {
             GcPolicy::Greedy
         } else {
             GcPolicy::CostBenefit
         };
-        let sector = if i < 2 { 4096 } else { 512 };
-        random_ops_against_reference(seed, sector, policy);
+        let sector = if i % 4 < 2 { 4096 } else { 512 };
+        // Legacy GC, then paced GC with stalls of 1 and of 2 units.
+        let mode = match i {
+            0..4 => None,
+            4 | 5 => Some(1),
+            _ => Some(2),
+        };
+        random_ops_against_reference(seed, sector, policy, mode);
     }
 }
 

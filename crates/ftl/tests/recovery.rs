@@ -50,8 +50,12 @@ fn config(sector: u32, policy: GcPolicy) -> FtlConfig {
     cfg
 }
 
-fn crash_and_recover(seed: u64, sector: u32, policy: GcPolicy) {
-    let cfg = config(sector, policy);
+fn crash_and_recover(seed: u64, sector: u32, policy: GcPolicy, paced: bool) {
+    let mut cfg = config(sector, policy);
+    if paced {
+        cfg.gc_mode = ftl::GcMode::Paced;
+        cfg.gc_background_lebs = 4;
+    }
     let user = cfg.user_sectors;
     let mut vsl = Vsl::new(cfg.clone()).unwrap();
     vsl.enable_media_log();
@@ -116,8 +120,10 @@ fn crash_and_recover(seed: u64, sector: u32, policy: GcPolicy) {
 
 #[test]
 fn recovery_from_oob_records_restores_every_version() {
-    crash_and_recover(41, 4096, GcPolicy::Greedy);
-    crash_and_recover(42, 512, GcPolicy::CostBenefit);
+    crash_and_recover(41, 4096, GcPolicy::Greedy, false);
+    crash_and_recover(42, 512, GcPolicy::CostBenefit, false);
+    crash_and_recover(43, 4096, GcPolicy::Greedy, true);
+    crash_and_recover(44, 512, GcPolicy::CostBenefit, true);
 }
 
 #[test]

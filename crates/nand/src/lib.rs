@@ -4,7 +4,7 @@
 //!   log-structured layer sees of it: write units and erase units.
 //! - [`CellTiming`]: read / program / erase times and rated endurance per
 //!   cell type and era, with the data sheet each value comes from.
-//! - [`NandArray`]: the timing state: one [`sim::Resource`] per bank and one
+//! - [`NandArray`]: the timing state: one [`Server`] per bank and one
 //!   for the (lockstep) channel bus, plus per-erase-unit erase counts.
 //!
 //! ## The Fusion-io layout this models
@@ -26,7 +26,10 @@
 //! the same time, so the bus is one resource of `data_channels × bus rate`).
 
 use serde::Serialize;
-use sim::{Nanos, Resource};
+use sim::Nanos;
+
+mod server;
+pub use server::{ReadPolicy, Server};
 
 /// NAND cell technology.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
@@ -205,11 +208,17 @@ pub struct MediaCounters {
 pub struct NandArray {
     pub geometry: Geometry,
     pub timing: CellTiming,
-    banks: Vec<Resource>,
-    bus: Resource,
+    banks: Vec<Server>,
+    bus: Server,
     bus_bytes_per_s: u64,
     erase_counts: Vec<u32>,
     pub counters: MediaCounters,
+    read_policy: ReadPolicy,
+    /// A block erase is charged once per this many erase-unit erases (a
+    /// `--scale`d card shrinks its erase units by this factor: see
+    /// [`NandArray::set_erase_batch`]).
+    erase_batch: u32,
+    erases_uncharged: u32,
 }
 
 impl NandArray {
@@ -220,11 +229,44 @@ impl NandArray {
         NandArray {
             geometry,
             timing,
-            banks: vec![Resource::default(); geometry.banks as usize],
-            bus: Resource::default(),
+            banks: vec![Server::default(); geometry.banks as usize],
+            bus: Server::default(),
             bus_bytes_per_s: timing.bus_bytes_per_s * geometry.data_channels() as u64,
             erase_counts: vec![0; geometry.lebs() as usize],
             counters: MediaCounters::default(),
+            read_policy: ReadPolicy::FIFO,
+            erase_batch: 1,
+            erases_uncharged: 0,
+        }
+    }
+
+    /// How reads are ordered against queued programs and erases.
+    pub fn set_read_policy(&mut self, policy: ReadPolicy) {
+        self.read_policy = policy;
+    }
+
+    pub fn read_policy(&self) -> ReadPolicy {
+        self.read_policy
+    }
+
+    /// Charges the block erase time once every `batch` erase-unit erases.
+    /// A card scaled by shrinking each erase unit to `1/batch` of its pages
+    /// erases `batch` times as often per byte written; charging one full
+    /// tBERS per `batch` erases keeps both the erase time per byte and the
+    /// length of one erase (what a read waits behind) of the full card.
+    pub fn set_erase_batch(&mut self, batch: u32) {
+        self.erase_batch = batch.max(1);
+    }
+
+    /// The device's time is now `now` (non-decreasing): forgets the queued
+    /// work that has ended. Only needed with read priority.
+    #[inline]
+    pub fn advance(&mut self, now: Nanos) {
+        if self.read_policy.priority {
+            for b in &mut self.banks {
+                b.prune(now);
+            }
+            self.bus.prune(now);
         }
     }
 
@@ -235,10 +277,11 @@ impl NandArray {
     pub fn program_unit(&mut self, ready: Nanos, bank: u32) -> Nanos {
         let unit_bytes = self.geometry.write_unit_bytes();
         let xfer = Nanos::for_bytes(unit_bytes, self.bus_bytes_per_s);
+        let track = self.read_policy.priority;
         let b = &mut self.banks[bank as usize];
         let start = ready.max(b.busy_until).max(self.bus.busy_until);
-        self.bus.reserve(start, xfer);
-        let (_, done) = b.reserve(start, xfer + Nanos(self.timing.program_ns));
+        self.bus.reserve(start, xfer, track);
+        let (_, done) = b.reserve(start, xfer + Nanos(self.timing.program_ns), track);
         self.counters.unit_programs += 1;
         self.counters.bytes_programmed += unit_bytes;
         done
@@ -249,9 +292,17 @@ impl NandArray {
     /// controller.
     #[inline]
     pub fn read_unit(&mut self, ready: Nanos, bank: u32, bytes: u64) -> Nanos {
-        let (_, sensed) = self.banks[bank as usize].reserve(ready, Nanos(self.timing.read_ns));
+        let t_r = Nanos(self.timing.read_ns);
         let xfer = Nanos::for_bytes(bytes, self.bus_bytes_per_s);
-        let (_, done) = self.bus.reserve(sensed, xfer);
+        let p = self.read_policy;
+        let done = if p.priority {
+            let suspend = p.suspend_ns.map(Nanos);
+            let (_, sensed) = self.banks[bank as usize].reserve_read_first(ready, t_r, suspend);
+            self.bus.reserve_read_first(sensed, xfer, None).1
+        } else {
+            let (_, sensed) = self.banks[bank as usize].reserve(ready, t_r, false);
+            self.bus.reserve(sensed, xfer, false).1
+        };
         self.counters.unit_reads += 1;
         self.counters.bytes_read += bytes;
         done
@@ -261,9 +312,14 @@ impl NandArray {
     /// for tBERS. Returns when the last bank finishes.
     pub fn erase_leb(&mut self, ready: Nanos, leb: u32) -> Nanos {
         let mut done = ready;
-        for b in &mut self.banks {
-            let (_, end) = b.reserve(ready, Nanos(self.timing.erase_ns));
-            done = done.max(end);
+        self.erases_uncharged += 1;
+        if self.erases_uncharged >= self.erase_batch {
+            self.erases_uncharged = 0;
+            let track = self.read_policy.priority;
+            for b in &mut self.banks {
+                let (_, end) = b.reserve(ready, Nanos(self.timing.erase_ns), track);
+                done = done.max(end);
+            }
         }
         self.erase_counts[leb as usize] += 1;
         self.counters.leb_erases += 1;
