@@ -82,6 +82,11 @@ pub struct CardArgs {
     /// The presets' NAND (2008-2012) has none.
     #[arg(long, default_value = "off", allow_hyphen_values = true)]
     pub suspend: String,
+    /// How compressible the written data is, in percent (fio's
+    /// buffer_compress_percentage; 0: incompressible, fio's default). Only
+    /// compressing controllers (SandForce presets) gain from it.
+    #[arg(long, default_value = "0", allow_hyphen_values = true)]
+    pub buffer_compress_percentage: String,
 }
 
 /// The workload, spelled as fio spells it.

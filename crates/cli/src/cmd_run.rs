@@ -29,6 +29,15 @@ pub fn card_config(a: &CardArgs) -> Result<CardConfig> {
         "off" => false,
         o => return Err(anyhow!("--read-priority: '{o}' (expected on or off)")),
     };
+    let pct = parse_percent(&a.buffer_compress_percentage)
+        .map_err(|e| anyhow!("--buffer-compress-percentage: {e}"))?;
+    if pct >= 1.0 {
+        return Err(anyhow!(
+            "--buffer-compress-percentage: {}% leaves no data (expected 0 to 99)",
+            pct * 100.0
+        ));
+    }
+    c.data_compressibility = 1.0 - pct;
     c.suspend_ns = match a.suspend.as_str() {
         "off" => None,
         d => Some(parse_duration_ns(d).map_err(|e| anyhow!("--suspend: {e}"))?),

@@ -141,6 +141,10 @@ pub struct CardConfig {
     /// Program/erase suspend for reads (None: off; the presets' NAND of
     /// 2008-2012 has none, see docs/MODEL.md).
     pub suspend_ns: Option<u64>,
+    /// Bytes the data keeps after compression (1.0: incompressible, as
+    /// fio's default random buffers). Only a compressing controller
+    /// (SandForce) gains from it.
+    pub data_compressibility: f64,
     pub track_sequence: bool,
 }
 
@@ -157,6 +161,7 @@ impl CardConfig {
             gc_mode: GcMode::Paced,
             read_priority: true,
             suspend_ns: None,
+            data_compressibility: 1.0,
             track_sequence: false,
         }
     }
@@ -189,8 +194,21 @@ impl CardConfig {
         if !(self.scale > 0.0 && self.scale <= 1.0) {
             return err(format!("scale {} must be in (0, 1]", self.scale));
         }
-        let (geometry, erase_batch) = self.scaled_geometry();
+        let (mut geometry, erase_batch) = self.scaled_geometry();
         let ratio = geometry.data_bytes() as f64 / p.geometry.data_bytes() as f64;
+        let c = self.data_compressibility;
+        if !(c > 0.0 && c <= 1.0) {
+            return err(format!("data compressibility {c} must be in (0, 1]"));
+        }
+        let mut timing = p.timing;
+        if p.compression && c < 1.0 {
+            // A page stores 1/c of its size in logical data; its transfer
+            // moves only the compressed bytes.
+            let logical = (geometry.page_bytes as f64 / c / 512.0).round() as u32 * 512;
+            let gain = logical as f64 / geometry.page_bytes as f64;
+            geometry.page_bytes = logical;
+            timing.bus_bytes_per_s = (timing.bus_bytes_per_s as f64 * gain) as u64;
+        }
         // Watermarks and stalls count in full-size erase units: a scaled
         // card's `erase_batch` small units hold one full unit's bytes. The
         // GC reserve (the low watermark, where free space sits when pacing
@@ -202,7 +220,7 @@ impl CardConfig {
         let sector = self.sector_bytes as u64;
         let mut cfg = FtlConfig {
             geometry,
-            timing: p.timing,
+            timing,
             sector_bytes: self.sector_bytes,
             user_sectors: 0,
             reserved_lebs,
@@ -484,7 +502,9 @@ impl VirtualDevice for Card {
             s.erases += f.erases;
             s.nand_bytes_programmed += m.vsl.nand.counters.bytes_programmed;
             s.nand_bytes_read += m.vsl.nand.counters.bytes_read;
-            s.host_ram_bytes += m.vsl.host_ram_bytes();
+            if self.config.preset.host_ftl {
+                s.host_ram_bytes += m.vsl.host_ram_bytes();
+            }
         }
         s
     }

@@ -33,6 +33,14 @@ pub struct Preset {
     /// many cores).
     pub host_read_ns: u64,
     pub host_write_ns: u64,
+    /// The FTL runs in the host (Fusion-io's VSL: the map lives in host
+    /// RAM) rather than on the card's controllers.
+    pub host_ftl: bool,
+    /// The controllers compress data before writing it (SandForce
+    /// DuraWrite): compressible data takes less NAND and bus time.
+    pub compression: bool,
+    /// Where the data-sheet figures come from.
+    pub source: &'static str,
 }
 
 const GB: u64 = 1_000_000_000;
@@ -42,6 +50,23 @@ const PCIE2_X4: u64 = 1_600_000_000;
 /// 640 GB MLC 4K QD1 figures (see docs/MODEL.md).
 const GEN1_HOST_READ_NS: u64 = 26_000;
 const GEN1_HOST_WRITE_NS: u64 = 34_000;
+
+/// Host driver cost of a card whose FTL runs on the card (a RAID / bridge
+/// driver): an assumption, of the order of a plain block driver's.
+const RAID_DRIVER_NS: u64 = 8_000;
+
+/// One SandForce controller's NAND: 8 channels, no parity channel.
+const fn sandforce(banks: u32, planes: u32, blocks: u32, pages: u32, page: u32) -> Geometry {
+    Geometry {
+        channels: 8,
+        parity_channels: 0,
+        banks,
+        planes,
+        blocks_per_plane: blocks,
+        pages_per_block: pages,
+        page_bytes: page,
+    }
+}
 
 const fn lockstep(banks: u32, planes: u32, blocks: u32, pages: u32, page: u32) -> Geometry {
     Geometry {
@@ -76,6 +101,9 @@ pub static PRESETS: &[Preset] = &[
         link_bytes_per_s: PCIE2_X4,
         host_read_ns: GEN1_HOST_READ_NS,
         host_write_ns: GEN1_HOST_WRITE_NS,
+        host_ftl: true,
+        compression: false,
+        source: "SYSTEM.md §2 (data sheet figures as quoted in the reviews)",
     },
     Preset {
         name: "iodrive-duo-320-slc",
@@ -97,6 +125,9 @@ pub static PRESETS: &[Preset] = &[
         link_bytes_per_s: PCIE2_X4,
         host_read_ns: GEN1_HOST_READ_NS,
         host_write_ns: GEN1_HOST_WRITE_NS,
+        host_ftl: true,
+        compression: false,
+        source: "SYSTEM.md §2 (data sheet figures as quoted in the reviews)",
     },
     Preset {
         name: "iodrive-duo-640-slc",
@@ -118,6 +149,9 @@ pub static PRESETS: &[Preset] = &[
         link_bytes_per_s: PCIE2_X4,
         host_read_ns: GEN1_HOST_READ_NS,
         host_write_ns: GEN1_HOST_WRITE_NS,
+        host_ftl: true,
+        compression: false,
+        source: "SYSTEM.md §2 (data sheet figures as quoted in the reviews)",
     },
     Preset {
         name: "iodrive-duo-1280-mlc",
@@ -139,6 +173,9 @@ pub static PRESETS: &[Preset] = &[
         link_bytes_per_s: PCIE2_X4,
         host_read_ns: GEN1_HOST_READ_NS,
         host_write_ns: GEN1_HOST_WRITE_NS,
+        host_ftl: true,
+        compression: false,
+        source: "SYSTEM.md §2 (data sheet figures as quoted in the reviews)",
     },
     Preset {
         name: "iodrive2-duo-2400-mlc",
@@ -162,6 +199,9 @@ pub static PRESETS: &[Preset] = &[
         // Host costs from the data-sheet latencies (see docs/MODEL.md).
         host_read_ns: 12_000,
         host_write_ns: 10_000,
+        host_ftl: true,
+        compression: false,
+        source: "SYSTEM.md §2 (data sheet figures as quoted in the reviews)",
     },
     Preset {
         name: "iodrive-160-slc",
@@ -183,6 +223,61 @@ pub static PRESETS: &[Preset] = &[
         link_bytes_per_s: PCIE2_X4,
         host_read_ns: GEN1_HOST_READ_NS,
         host_write_ns: GEN1_HOST_WRITE_NS,
+        host_ftl: true,
+        compression: false,
+        source: "SYSTEM.md §2 (data sheet figures as quoted in the reviews)",
+    },
+    // The reviews' comparable cards: RAID 0 of SandForce SSD controllers
+    // behind a PCIe bridge, each with its own on-card FTL. A member is one
+    // SandForce controller with its 8 NAND channels (no die-level parity
+    // channel: RAISE is modelled as part of the reserved space).
+    Preset {
+        name: "warpdrive-slp300",
+        description: "LSI WarpDrive SLP-300 (2011): 300 GB SLC, 6 SandForce SF-1500 controllers in RAID 0 behind an LSI SAS2008",
+        members: 6,
+        timing: CellTiming::SLC_2009,
+        geometry: sandforce(2, 2, 8192, 64, 4096),
+        stock_bytes: 50 * GB,
+        datasheet: DataSheet {
+            read_mb_s: 1400,
+            write_mb_s: 1200,
+            read_iops_512: None,
+            write_iops_512: None,
+            read_iops_4k: Some(240_000),
+            write_iops_4k: Some(200_000),
+            read_latency_us: Some(50),
+            write_latency_us: Some(50),
+        },
+        link_bytes_per_s: 3_200_000_000 / 6,
+        host_read_ns: RAID_DRIVER_NS,
+        host_write_ns: RAID_DRIVER_NS,
+        host_ftl: false,
+        compression: true,
+        source: "LSI WarpDrive SLP-300 product brief as quoted in the 2011 reviews (1.4/1.2 GB/s, 240K/200K 4K IOPS, <50 us); figures recalled, not re-checked against the original sheet",
+    },
+    Preset {
+        name: "zdrive-r4-cm88",
+        description: "OCZ Z-Drive R4 CM88 1.6 TB (2011): MLC, 8 SandForce SF-2282 controllers in RAID 0 behind OCZ's VCA 2.0 PCIe bridge",
+        members: 8,
+        timing: CellTiming::MLC_2012,
+        geometry: sandforce(4, 2, 2048, 256, 8192),
+        stock_bytes: 200 * GB,
+        datasheet: DataSheet {
+            read_mb_s: 2800,
+            write_mb_s: 2600,
+            read_iops_512: None,
+            write_iops_512: None,
+            read_iops_4k: Some(410_000),
+            write_iops_4k: Some(275_000),
+            read_latency_us: None,
+            write_latency_us: None,
+        },
+        link_bytes_per_s: 3_200_000_000 / 8,
+        host_read_ns: RAID_DRIVER_NS,
+        host_write_ns: RAID_DRIVER_NS,
+        host_ftl: false,
+        compression: true,
+        source: "OCZ Z-Drive R4 CM88 product sheet as quoted in the 2011-2012 reviews (2.8/2.6 GB/s, 410K/275K 4K IOPS, compressible data); figures recalled, not re-checked against the original sheet",
     },
 ];
 
@@ -206,9 +301,10 @@ impl Preset {
                 .unwrap_or(mb_s as u64 * 1_000_000 / 4096);
             1_000_000_000 * m / iops
         };
+        let d = &self.datasheet;
         (
-            per(self.datasheet.read_iops_512, self.datasheet.read_mb_s),
-            per(self.datasheet.write_iops_512, self.datasheet.write_mb_s),
+            per(d.read_iops_512.or(d.read_iops_4k), d.read_mb_s),
+            per(d.write_iops_512.or(d.write_iops_4k), d.write_mb_s),
         )
     }
 

@@ -315,6 +315,11 @@ pub struct Vsl {
     /// Paced GC: the unit being collected, and moves owed to the pace.
     victim: Option<Victim>,
     gc_debt: f64,
+    /// Paced GC on a scaled card: units erased in the current group of
+    /// `gc_stall_lebs` (one full-size unit's bytes), held back from the
+    /// free list until the group is done, as a full-size unit is unusable
+    /// until its last sector has moved.
+    gc_group: Vec<u32>,
     /// GC moves and erases for a data store keyed by physical slot; `None`
     /// (the default) costs one branch per GC run and nothing per write.
     media_log: Option<Vec<MediaEvent>>,
@@ -394,6 +399,7 @@ impl Vsl {
             gc_valid: Vec::with_capacity(spl as usize),
             victim: None,
             gc_debt: 0.0,
+            gc_group: Vec::new(),
             media_log: None,
             spu,
             spl,
@@ -650,6 +656,10 @@ impl Vsl {
         let old = self.frontier_leb as usize;
         self.leb_state[old] = LebState::Closed;
         self.leb_closed_at[old] = self.stats.host_sectors_written;
+        if self.free.is_empty() {
+            // A GC group held back is usable at once rather than never.
+            self.release_gc_group();
+        }
         let Reverse((_, leb)) = self
             .free
             .pop()
@@ -659,10 +669,16 @@ impl Vsl {
         self.leb_state[leb as usize] = LebState::Open;
         self.frontier_leb = leb;
         self.frontier_next = 0;
+        // A stall starts once free units are down to `reserve - stall` and
+        // lasts until one more than that is free again, the new frontier
+        // counted as `stall` units: on a full-size card (stall 1) this is
+        // "keep the reserve free"; on a card whose erase units are shrunk
+        // by `stall`, it reclaims what one full-size unit would.
         let reserve = self.cfg.gc_reserve_lebs as usize;
-        if host && self.free.len() <= reserve - self.cfg.gc_stall_lebs as usize {
+        let stall = self.cfg.gc_stall_lebs as usize;
+        if host && self.free.len() <= reserve - stall {
             let mut rounds = 0;
-            while self.free.len() < reserve {
+            while self.free.len() + stall - 1 < reserve {
                 rounds += 1;
                 assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
                 match self.cfg.gc_mode {
@@ -687,8 +703,9 @@ impl Vsl {
     /// The closed erase unit GC should collect next (the wear-levelling
     /// victim every 64th run when wear has spread), if any is closed.
     fn best_victim(&mut self) -> Option<u32> {
-        let spread_check = self.stats.gc_runs % 64 == 63;
-        if spread_check {
+        // Every 64th full-size erase unit's worth of GC runs.
+        let every = 64 * self.cfg.gc_stall_lebs as u64;
+        if self.stats.gc_runs % every == every - 1 {
             if let Some(cold) = self.wear_level_victim() {
                 self.stats.wear_level_runs += 1;
                 return Some(cold);
@@ -845,7 +862,7 @@ impl Vsl {
             .count();
         assert_eq!(
             free_states,
-            self.free.len(),
+            self.free.len() + self.gc_group.len(),
             "free list disagrees with unit states"
         );
         let open = self
@@ -954,9 +971,11 @@ impl Vsl {
                 log.push(MediaEvent::Erased { leb: v.leb });
             }
             self.leb_state[v.leb as usize] = LebState::Free;
-            self.free
-                .push(Reverse((self.nand.erase_count(v.leb), v.leb)));
             self.victim = None;
+            self.gc_group.push(v.leb);
+            if self.gc_group.len() >= self.cfg.gc_stall_lebs as usize {
+                self.release_gc_group();
+            }
             return;
         };
         let unit = (psa - base) / self.spu;
@@ -983,6 +1002,13 @@ impl Vsl {
                 lba,
                 seq,
             });
+        }
+    }
+
+    /// Puts the units erased in the current GC group on the free list.
+    fn release_gc_group(&mut self) {
+        for leb in std::mem::take(&mut self.gc_group) {
+            self.free.push(Reverse((self.nand.erase_count(leb), leb)));
         }
     }
 

@@ -184,9 +184,11 @@ impl Geometry {
         if self.parity_channels >= self.channels {
             return Err("geometry needs at least one data channel".into());
         }
-        if !self.page_bytes.is_power_of_two() || self.page_bytes < 512 {
+        // A multiple of 512 rather than a power of two: a compressing
+        // controller's page holds more logical bytes than it stores.
+        if !self.page_bytes.is_multiple_of(512) {
             return Err(format!(
-                "page size {} is not a power of two >= 512",
+                "page size {} is not a multiple of 512",
                 self.page_bytes
             ));
         }
