@@ -8,17 +8,17 @@ use sim::{Nanos, Resource};
 /// over-provisioning model: calibrated on the 640 GB MLC 4K random-write
 /// steady state (docs/MODEL.md), then used unchanged for every preset and
 /// format.
-pub const RESERVED_FRACTION: f64 = 0.11;
+pub const RESERVED_FRACTION: f64 = 0.12;
 /// Free erase units foreground GC keeps (the frontier's next unit and one
 /// for GC's own moves).
 pub const GC_RESERVE_LEBS: u32 = 2;
 /// Idle-time and paced GC run while fewer than this many erase units are
 /// free (the high watermark; the low one is `GC_RESERVE_LEBS`).
 pub const GC_BACKGROUND_LEBS: u32 = 4;
-/// Paced GC moves at most this many sectors per host sector in the
+/// Paced GC may use this fraction of the array's move capacity in the
 /// background; beyond it free space falls to the low watermark and host
 /// writes stall (docs/MODEL.md: a design assumption, not fitted).
-pub const GC_PACE_MAX: f64 = 1.0;
+pub const GC_SHARE: f64 = 0.5;
 /// Power-cut-protected write buffer, in write units.
 pub const BUFFER_UNITS: u64 = 16;
 /// Smallest erase-unit count `--scale` may shrink a member to (only below
@@ -229,7 +229,7 @@ impl CardConfig {
             gc_reserve_lebs: GC_RESERVE_LEBS * k,
             gc_background_lebs: GC_BACKGROUND_LEBS * k,
             gc_stall_lebs: k,
-            gc_pace_max: GC_PACE_MAX,
+            gc_share: GC_SHARE,
             read_policy: ReadPolicy {
                 priority: self.read_priority,
                 suspend_ns: self.suspend_ns,

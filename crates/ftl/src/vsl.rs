@@ -35,7 +35,8 @@ impl std::str::FromStr for GcPolicy {
 pub enum GcMode {
     /// The groomer paces itself by free space: below the high watermark
     /// (`gc_background_lebs`) each host write pays a share of GC moves that
-    /// grows as free space falls (at most `gc_pace_max` per host sector);
+    /// grows as free space falls, within a background budget of `gc_share`
+    /// of the array's move capacity (sectors per second);
     /// host writes stall only when free space reaches the low watermark
     /// (`gc_reserve_lebs`). Idle time is used as in `Legacy`.
     Paced,
@@ -88,8 +89,10 @@ pub struct FtlConfig {
     /// Idle-time and paced GC work while fewer than this many erase units
     /// are free (the high watermark).
     pub gc_background_lebs: u32,
-    /// Paced GC: most sectors moved in the background per host sector.
-    pub gc_pace_max: f64,
+    /// Paced GC: the fraction of the array's move capacity (bank and bus
+    /// time to read and reprogram a sector) the groomer may use in the
+    /// background.
+    pub gc_share: f64,
     /// How reads are ordered against queued programs and erases.
     pub read_policy: ReadPolicy,
     /// Erase-unit erases per charged block erase (1 unless the card is
@@ -135,7 +138,7 @@ impl FtlConfig {
             gc_mode: GcMode::Legacy,
             gc_reserve_lebs: 2,
             gc_background_lebs: 0,
-            gc_pace_max: 1.0,
+            gc_share: 0.5,
             read_policy: ReadPolicy::FIFO,
             erase_batch: 1,
             gc_stall_lebs: 1,
@@ -197,8 +200,8 @@ impl FtlConfig {
         if self.gc_mode == GcMode::Paced && self.gc_background_lebs <= self.gc_reserve_lebs {
             return c("paced GC needs its high watermark above the low one".into());
         }
-        if !(self.gc_pace_max >= 0.0 && self.gc_pace_max.is_finite()) {
-            return c(format!("GC pace {} must be a finite number >= 0", self.gc_pace_max));
+        if !(self.gc_share >= 0.0 && self.gc_share.is_finite()) {
+            return c(format!("GC share {} must be a finite number >= 0", self.gc_share));
         }
         let phys_slots = self.geometry.lebs() as u64 * self.slots_per_leb() as u64;
         if phys_slots >= UNMAPPED as u64 || self.user_sectors >= UNMAPPED as u64 {
@@ -277,6 +280,10 @@ struct Victim {
     /// completes.
     read_unit: u32,
     read_done: Nanos,
+    /// Next write unit of the victim whose read is not issued yet: reads
+    /// run one unit per bank ahead of the moves, as the controller
+    /// pipelines them.
+    ahead: u32,
     /// Moves per reclaimed slot when it was chosen: valid / invalid.
     ratio: f64,
 }
@@ -310,11 +317,18 @@ pub struct Vsl {
     last_admit: Nanos,
     /// Scratch: read completion per write unit of the GC victim.
     gc_read_done: Vec<Nanos>,
+    /// Paced GC: reads issued ahead, (unit of the victim, completion).
+    gc_reads: VecDeque<(u32, Nanos)>,
     /// Scratch: valid slots of the GC victim.
     gc_valid: Vec<u32>,
     /// Paced GC: the unit being collected, and moves owed to the pace.
     victim: Option<Victim>,
     gc_debt: f64,
+    /// Background moves the groomer's budget allows now, the budget's rate
+    /// (moves per ns) and when it was last topped up.
+    gc_allowance: f64,
+    gc_moves_per_ns: f64,
+    gc_budget_at: Nanos,
     /// Paced GC on a scaled card: units erased in the current group of
     /// `gc_stall_lebs` (one full-size unit's bytes), held back from the
     /// free list until the group is done, as a full-size unit is unusable
@@ -396,9 +410,13 @@ impl Vsl {
             buffer_cap,
             last_admit: Nanos::ZERO,
             gc_read_done: Vec::with_capacity(g.units_per_leb() as usize),
+            gc_reads: VecDeque::with_capacity(g.banks as usize + 1),
             gc_valid: Vec::with_capacity(spl as usize),
             victim: None,
             gc_debt: 0.0,
+            gc_allowance: 0.0,
+            gc_moves_per_ns: cfg.gc_share * move_capacity_per_ns(&cfg),
+            gc_budget_at: Nanos::ZERO,
             gc_group: Vec::new(),
             media_log: None,
             spu,
@@ -455,11 +473,13 @@ impl Vsl {
     pub fn write(&mut self, ready: Nanos, start: u64, count: u64) -> Result<Nanos, FtlError> {
         self.check_range(start, count)?;
         self.nand.advance(ready);
-        if self.free.len() < self.cfg.gc_background_lebs as usize && self.nand.idle_at(ready) {
-            match self.cfg.gc_mode {
-                GcMode::Legacy => self.collect_one(ready),
-                GcMode::Paced => self.finish_victim(ready),
-            }
+        // Legacy GC collects a whole unit whenever a write finds the array
+        // idle; paced GC's budget already grows in idle time.
+        if self.cfg.gc_mode == GcMode::Legacy
+            && self.free.len() < self.cfg.gc_background_lebs as usize
+            && self.nand.idle_at(ready)
+        {
+            self.collect_one(ready);
         }
         let paced = self.cfg.gc_mode == GcMode::Paced;
         let mut t = ready;
@@ -885,12 +905,21 @@ impl Vsl {
     /// Charges `host` just-written sectors their GC share and does the
     /// moves owed. Above the high watermark nothing is owed; below it each
     /// host sector owes `ratio × 2 (high − free) / (high − low)` moves
-    /// (`ratio`: moves per reclaimed slot of the unit being collected), at
-    /// most `gc_pace_max`. At the midpoint of the watermarks the pace equals
-    /// the ratio, so free space settles there when the cap allows it.
+    /// (`ratio`: moves per reclaimed slot of the unit being collected): at
+    /// the midpoint of the watermarks the pace equals the ratio, so free
+    /// space settles there when the budget allows. The budget grows with
+    /// time at `gc_share` of the array's move capacity (up to one write
+    /// unit per bank banked); beyond it free space falls to the low
+    /// watermark and host writes stall.
     fn pace(&mut self, t: Nanos, host: u64) {
         let high = self.cfg.gc_background_lebs as f64;
         let low = self.cfg.gc_reserve_lebs as f64;
+        let burst = (self.spu * self.cfg.geometry.banks) as f64;
+        if t > self.gc_budget_at {
+            let dt = (t - self.gc_budget_at).0 as f64;
+            self.gc_allowance = (self.gc_allowance + dt * self.gc_moves_per_ns).min(burst);
+            self.gc_budget_at = t;
+        }
         let free = self.free_space_lebs();
         if free >= high {
             self.gc_debt = 0.0;
@@ -901,10 +930,10 @@ impl Vsl {
         }
         let ratio = self.victim.map_or(0.0, |v| v.ratio);
         let urgency = 2.0 * (high - free) / (high - low);
-        let rate = (ratio * urgency).min(self.cfg.gc_pace_max);
-        self.gc_debt += rate * host as f64;
-        let owed = self.gc_debt.floor();
+        self.gc_debt = (self.gc_debt + ratio * urgency * host as f64).min(burst);
+        let owed = self.gc_debt.min(self.gc_allowance).floor();
         self.gc_debt -= owed;
+        self.gc_allowance -= owed;
         for _ in 0..owed as u64 {
             // Paced moves never take the last reserved units: opening one
             // is left to the host write that then runs foreground GC.
@@ -930,12 +959,14 @@ impl Vsl {
             return false;
         }
         self.stats.gc_runs += 1;
+        self.gc_reads.clear();
         self.leb_state[leb as usize] = LebState::Victim;
         self.victim = Some(Victim {
             leb,
             next: 0,
             read_unit: u32::MAX,
             read_done: Nanos::ZERO,
+            ahead: 0,
             ratio: valid as f64 / (self.spl - valid) as f64,
         });
         true
@@ -980,12 +1011,34 @@ impl Vsl {
         };
         let unit = (psa - base) / self.spu;
         if unit != v.read_unit {
-            let first = base + unit * self.spu;
-            let n = self.count_valid(psa, first + self.spu) as u64;
-            let bank = unit % self.cfg.geometry.banks;
-            v.read_done = self
-                .nand
-                .read_unit(t, bank, n * self.cfg.sector_bytes as u64);
+            let banks = self.cfg.geometry.banks;
+            let units = self.cfg.geometry.units_per_leb();
+            if v.ahead <= unit {
+                // Moves skipped past the read-ahead (units emptied by host
+                // overwrites): restart it here.
+                self.gc_reads.clear();
+                v.ahead = unit;
+            }
+            while v.ahead < units && v.ahead <= unit + banks {
+                let first = base + v.ahead * self.spu;
+                let n = self.count_valid(first, first + self.spu) as u64;
+                if n > 0 {
+                    let done = self.nand.read_unit(
+                        t,
+                        v.ahead % banks,
+                        n * self.cfg.sector_bytes as u64,
+                    );
+                    self.gc_reads.push_back((v.ahead, done));
+                }
+                v.ahead += 1;
+            }
+            while self.gc_reads.front().is_some_and(|&(u, _)| u < unit) {
+                self.gc_reads.pop_front();
+            }
+            v.read_done = match self.gc_reads.front() {
+                Some(&(u, done)) if u == unit => done,
+                _ => t,
+            };
             v.read_unit = unit;
         }
         v.next = psa - base + 1;
@@ -1162,6 +1215,20 @@ impl Vsl {
         vsl.stats.host_sectors_written = max_seq;
         Ok(vsl)
     }
+}
+
+/// Sectors per ns the array can move (read, transfer in and out, program)
+/// with every bank and the bus busy: the lower of the banks' and the bus's
+/// limits.
+fn move_capacity_per_ns(cfg: &FtlConfig) -> f64 {
+    let g = &cfg.geometry;
+    let spu = cfg.slots_per_unit() as f64;
+    let bus_bps = cfg.timing.bus_bytes_per_s as f64 * g.data_channels() as f64;
+    let unit_xfer_ns = g.write_unit_bytes() as f64 / bus_bps * 1e9;
+    let bank_ns_per_unit = unit_xfer_ns + cfg.timing.program_ns as f64 + cfg.timing.read_ns as f64;
+    let banks = g.banks as f64 * spu / bank_ns_per_unit;
+    let bus = bus_bps / 1e9 / (2.0 * cfg.sector_bytes as f64);
+    banks.min(bus)
 }
 
 /// Asks the CPU to bring the cache line holding `value` closer; a hint that

@@ -268,8 +268,8 @@ impl NandArray {
             for b in &mut self.banks {
                 b.prune(now);
             }
-            self.bus.prune(now);
         }
+        self.bus.prune(now);
     }
 
     /// Programs one write unit on `bank`, its data ready at `ready`.
@@ -281,8 +281,10 @@ impl NandArray {
         let xfer = Nanos::for_bytes(unit_bytes, self.bus_bytes_per_s);
         let track = self.read_policy.priority;
         let b = &mut self.banks[bank as usize];
-        let start = ready.max(b.busy_until).max(self.bus.busy_until);
-        self.bus.reserve(start, xfer, track);
+        // The bank starts when it is free and the bus has room for the
+        // transfer (in a gap if one fits).
+        let start = self.bus.first_gap(ready.max(b.busy_until), xfer);
+        self.bus.reserve_backfill(start, xfer);
         let (_, done) = b.reserve(start, xfer + Nanos(self.timing.program_ns), track);
         self.counters.unit_programs += 1;
         self.counters.bytes_programmed += unit_bytes;
@@ -297,14 +299,13 @@ impl NandArray {
         let t_r = Nanos(self.timing.read_ns);
         let xfer = Nanos::for_bytes(bytes, self.bus_bytes_per_s);
         let p = self.read_policy;
-        let done = if p.priority {
+        let sensed = if p.priority {
             let suspend = p.suspend_ns.map(Nanos);
-            let (_, sensed) = self.banks[bank as usize].reserve_read_first(ready, t_r, suspend);
-            self.bus.reserve_read_first(sensed, xfer, None).1
+            self.banks[bank as usize].reserve_read_first(ready, t_r, suspend).1
         } else {
-            let (_, sensed) = self.banks[bank as usize].reserve(ready, t_r, false);
-            self.bus.reserve(sensed, xfer, false).1
+            self.banks[bank as usize].reserve(ready, t_r, false).1
         };
+        let done = self.bus.reserve_backfill(sensed, xfer).1;
         self.counters.unit_reads += 1;
         self.counters.bytes_read += bytes;
         done

@@ -98,6 +98,55 @@ impl Server {
         (start, end)
     }
 
+    /// Reserves `duration` in the earliest idle gap at or after `ready`
+    /// that holds it (backfilling), or after everything reserved. Used for
+    /// the channel bus, whose transfers are short and independent: a
+    /// transfer reserved far ahead (a read queued behind a busy bank) must
+    /// not hold up transfers that fit before it. Always tracked.
+    pub fn reserve_backfill(&mut self, ready: Nanos, duration: Nanos) -> (Nanos, Nanos) {
+        self.busy_total += duration;
+        let mut s = ready.max(self.floor);
+        let mut i = 0;
+        while i < self.ops.len() {
+            let op = self.ops[i];
+            if op.end <= s {
+                i += 1;
+                continue;
+            }
+            if op.start >= s + duration {
+                break;
+            }
+            s = op.end;
+            i += 1;
+        }
+        let end = s + duration;
+        self.ops.insert(
+            i,
+            Op {
+                start: s,
+                end,
+                read: false,
+            },
+        );
+        self.busy_until = self.busy_until.max(end);
+        (s, end)
+    }
+
+    /// The earliest time at or after `ready` from which `duration` is idle.
+    pub fn first_gap(&self, ready: Nanos, duration: Nanos) -> Nanos {
+        let mut s = ready.max(self.floor);
+        for op in &self.ops {
+            if op.end <= s {
+                continue;
+            }
+            if op.start >= s + duration {
+                break;
+            }
+            s = op.end;
+        }
+        s
+    }
+
     /// Reserves a read of `duration` from no earlier than `ready`, ahead of
     /// every queued program or erase that has not started by then (reads
     /// keep their order among themselves). With `suspend`, a program or
@@ -271,6 +320,19 @@ mod tests {
             s.reserve_read_first(Nanos(50), Nanos(5), None),
             (Nanos(100), Nanos(105))
         );
+    }
+
+    #[test]
+    fn backfill_uses_the_first_gap_that_fits() {
+        let mut s = Server::default();
+        s.reserve_backfill(Nanos(100), Nanos(50));
+        s.reserve_backfill(Nanos(0), Nanos(30));
+        assert_eq!(s.first_gap(Nanos(0), Nanos(80)), Nanos(150));
+        assert_eq!(s.reserve_backfill(Nanos(0), Nanos(60)), (Nanos(30), Nanos(90)));
+        assert_eq!(s.reserve_backfill(Nanos(0), Nanos(20)), (Nanos(150), Nanos(170)));
+        assert_eq!(s.busy_until, Nanos(170));
+        s.prune(Nanos(95));
+        assert_eq!(s.first_gap(Nanos(0), Nanos(5)), Nanos(90));
     }
 
     #[test]
