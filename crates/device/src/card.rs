@@ -6,8 +6,8 @@ use sim::{Nanos, Resource};
 /// Fraction of erase units a member sets aside for metadata, bad-block
 /// replacement and the VSL's own use. The one free parameter of the
 /// over-provisioning model: calibrated on the 640 GB MLC 4K random-write
-/// steady state (docs/MODEL.md), then used unchanged for every preset and
-/// format.
+/// and 8K 70/30 steady states (docs/MODEL.md), then used unchanged for
+/// every preset and format.
 pub const RESERVED_FRACTION: f64 = 0.12;
 /// Free erase units foreground GC keeps (the frontier's next unit and one
 /// for GC's own moves).

@@ -25,12 +25,18 @@
 //!
 //! ## Garbage collection and stalls
 //!
-//! GC runs in idle time once free erase units fall below
-//! `gc_background_lebs`, and in the foreground whenever a host write opens
-//! a new erase unit and fewer than `gc_reserve_lebs` remain free. Foreground
-//! GC reserves bank and bus time ahead of the host's programs, so the write
-//! buffer stops draining and host writes wait: that wait is where the
-//! reviews' steady-state latency spikes come from.
+//! [`GcMode::Paced`] (the default): below the high watermark
+//! (`gc_background_lebs`) the groomer collects one erase unit at a time, a
+//! few sectors per host write, at a pace set by free space and bounded by a
+//! background budget (`gc_share` of the array's move capacity). When the
+//! budget cannot keep up, free space reaches the low watermark
+//! (`gc_reserve_lebs`) and the host write that opens the next erase unit
+//! waits while the current one is collected: that wait is where the
+//! reviews' steady-state latency spikes come from, and why more
+//! over-provisioning removes them. [`GcMode::Legacy`]: idle-time GC plus
+//! stop-the-world collection at the low watermark. Reads may overtake
+//! queued programs ([`ReadPolicy`]).
+//!
 
 mod vsl;
 
