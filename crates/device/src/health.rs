@@ -418,8 +418,26 @@ impl Health {
     /// The status fields.
     pub fn report(&self, vsl: &Vsl) -> HealthReport {
         let c = vsl.nand.counters;
-        let programmed = self.base_programmed + c.bytes_programmed;
-        let counts = &vsl.nand.erase_counts()[..self.usable_lebs as usize];
+        self.report_parts(c.bytes_programmed, c.bytes_read, vsl.nand.erase_counts())
+    }
+
+    /// Marks the units `erase_counts` shows worn out as retired, as the
+    /// next attach will (for the status of a device that is not running).
+    pub fn restore_wear(&mut self, erase_counts: &[u32]) {
+        for leb in 0..self.usable_lebs as usize {
+            if !self.retired[leb] && erase_counts[leb] >= self.leb_limit[leb] {
+                self.retired[leb] = true;
+                self.retired_count += 1;
+            }
+        }
+        self.state = self.state.max(self.derive_state());
+    }
+
+    /// The status fields, given the physical bytes programmed and read
+    /// since this instance started and every unit's erase count.
+    pub fn report_parts(&self, programmed: u64, read: u64, erase_counts: &[u32]) -> HealthReport {
+        let programmed = self.base_programmed + programmed;
+        let counts = &erase_counts[..self.usable_lebs as usize];
         let total = self.retired.len() as u32;
         let seconds = self.step.at.as_secs_f64();
         let pct = |x: f64| (x * 1e4).round() / 100.0;
@@ -433,7 +451,7 @@ impl Health {
             reserve_pct: pct(self.reserve_fraction()),
             rated_endurance_bytes: self.rated_bytes,
             physical_bytes_written: programmed,
-            physical_bytes_read: self.base_read + c.bytes_read,
+            physical_bytes_read: self.base_read + read,
             endurance_remaining_pct: pct(
                 (1.0 - programmed as f64 / self.rated_bytes as f64).max(0.0)
             ),
@@ -447,7 +465,7 @@ impl Health {
             power_avg_w: if seconds > 0.0 {
                 self.energy_j / seconds
             } else {
-                IDLE_W
+                self.power_w
             },
             power_max_w: self.power_max_w,
             ambient_c: self.env.ambient_c,
