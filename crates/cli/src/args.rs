@@ -40,6 +40,8 @@ pub enum Command {
     Format(blockdev::manage::FormatArgs),
     /// Secure-erase a (detached) card's store; lifetime counters and wear are kept.
     Erase(blockdev::manage::EraseArgs),
+    /// Live web dashboard of attached cards and running simulations (127.0.0.1:8080).
+    Serve(web::ServeArgs),
 }
 
 /// The card and how it is formatted.

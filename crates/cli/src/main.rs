@@ -26,6 +26,7 @@ fn main() {
         args::Command::Status(a) => blockdev::manage::run_status(a),
         args::Command::Format(a) => blockdev::manage::run_format(a),
         args::Command::Erase(a) => blockdev::manage::run_erase(a),
+        args::Command::Serve(a) => web::run_serve(a),
     };
     if let Err(e) = result {
         eprintln!("vsl: error: {e:#}");
