@@ -330,19 +330,27 @@ impl Health {
     }
 
     fn retire_worn(&mut self, now: Nanos, vsl: &mut Vsl) {
-        let counts = vsl.nand.erase_counts();
-        let worn: Vec<u32> = (0..self.usable_lebs)
-            .filter(|&l| {
-                !self.retired[l as usize] && counts[l as usize] >= self.leb_limit[l as usize]
-            })
-            .collect();
-        for leb in worn {
+        for leb in self.worn(vsl.nand.erase_counts()) {
             if self.derive_state() < HealthState::ReadOnly && vsl.retire_leb(leb, now) {
-                self.retired[leb as usize] = true;
-                self.retired_count += 1;
+                self.mark_retired(leb);
             }
         }
         self.state = self.state.max(self.derive_state());
+    }
+
+    /// Units in service whose erase count reached their endurance.
+    fn worn(&self, erase_counts: &[u32]) -> Vec<u32> {
+        (0..self.usable_lebs)
+            .filter(|&l| {
+                let i = l as usize;
+                !self.retired[i] && erase_counts[i] >= self.leb_limit[i]
+            })
+            .collect()
+    }
+
+    fn mark_retired(&mut self, leb: u32) {
+        self.retired[leb as usize] = true;
+        self.retired_count += 1;
     }
 
     fn derive_state(&self) -> HealthState {
@@ -424,11 +432,8 @@ impl Health {
     /// Marks the units `erase_counts` shows worn out as retired, as the
     /// next attach will (for the status of a device that is not running).
     pub fn restore_wear(&mut self, erase_counts: &[u32]) {
-        for leb in 0..self.usable_lebs as usize {
-            if !self.retired[leb] && erase_counts[leb] >= self.leb_limit[leb] {
-                self.retired[leb] = true;
-                self.retired_count += 1;
-            }
+        for leb in self.worn(erase_counts) {
+            self.mark_retired(leb);
         }
         self.state = self.state.max(self.derive_state());
     }
