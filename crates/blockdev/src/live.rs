@@ -119,12 +119,19 @@ impl Publisher {
             .and_then(|_| std::fs::write(&tmp, text))
             .and_then(|_| std::fs::rename(&tmp, &self.path));
         if let Err(e) = written {
-            // The run goes on; only the dashboard misses it.
+            // The run goes on; only the dashboard misses it. Without
+            // OPENVSL_RUN_DIR, a user who may not write /run/openvsl gets
+            // no warning on every run.
+            self.failed = true;
+            let quiet = e.kind() == std::io::ErrorKind::PermissionDenied
+                && std::env::var_os("OPENVSL_RUN_DIR").is_none();
+            if quiet {
+                return;
+            }
             eprintln!(
                 "vsl: warning: cannot publish live intervals to {}: {e} (set OPENVSL_RUN_DIR to a writable directory)",
                 self.path.display()
             );
-            self.failed = true;
         }
     }
 }

@@ -6,6 +6,9 @@
 //! requests. Needs root, FUSE, loop devices and `chromium` (installed by
 //! scripts/setup.sh); skipped loudly without them.
 
+mod common;
+
+use common::{skip, TINY_CARD};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -42,28 +45,6 @@ impl Drop for Rig {
         let _ = self.cmd(&["detach", "--all"]).output();
         let _ = std::fs::remove_dir_all(&self.root);
     }
-}
-
-fn skip(test: &str) -> bool {
-    let why = if !Path::new("/dev/fuse").exists() || !Path::new("/dev/loop-control").exists() {
-        Some("/dev/fuse or /dev/loop-control is absent".to_string())
-    } else if Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| o.stdout != b"0\n")
-        .unwrap_or(true)
-    {
-        Some("not running as root".into())
-    } else if Command::new("chromium").arg("--version").output().is_err() {
-        Some("chromium is not installed (scripts/setup.sh installs it)".into())
-    } else {
-        None
-    };
-    if let Some(why) = &why {
-        eprintln!("\n!!!!! SKIPPED {test}: {why} !!!!!\n");
-        println!("SKIPPED {test}: {why}");
-    }
-    why.is_some()
 }
 
 /// A minimal HTTP/1.1 request: (status, body).
@@ -235,7 +216,10 @@ fn write_until(dev: &str, stop: &std::sync::atomic::AtomicBool) {
 
 #[test]
 fn dashboard_streams_a_simulation_and_shows_an_attached_card() {
-    if skip("dashboard_streams_a_simulation_and_shows_an_attached_card") {
+    if skip(
+        "dashboard_streams_a_simulation_and_shows_an_attached_card",
+        &["chromium"],
+    ) {
         return;
     }
     let rig = Rig {
@@ -248,17 +232,7 @@ fn dashboard_streams_a_simulation_and_shows_an_attached_card() {
     let store = rig.root.join("store");
     let store_s = store.to_str().unwrap();
     let att = rig
-        .cmd(&[
-            "attach",
-            "--store",
-            store_s,
-            "--device",
-            "iodrive-duo-320-slc",
-            "--member",
-            "0",
-            "--scale",
-            "0.001",
-        ])
+        .cmd(&[&["attach", "--store", store_s], TINY_CARD].concat())
         .output()
         .unwrap();
     assert!(

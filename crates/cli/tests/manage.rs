@@ -2,7 +2,10 @@
 //! (root, FUSE and loop devices; skipped loudly without them), and their
 //! one-line errors on bad input.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{skip, TINY_CARD};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 struct Rig {
@@ -63,26 +66,6 @@ impl Drop for Rig {
     }
 }
 
-fn skip(test: &str) -> bool {
-    let why = if unsafe { libc_geteuid() } != 0 {
-        Some("not running as root")
-    } else if !Path::new("/dev/fuse").exists() || !Path::new("/dev/loop-control").exists() {
-        Some("/dev/fuse or /dev/loop-control is absent")
-    } else {
-        None
-    };
-    if let Some(why) = why {
-        eprintln!("\n!!!!! SKIPPED {test}: {why} !!!!!\n");
-        println!("SKIPPED {test}: {why}");
-    }
-    why.is_some()
-}
-
-extern "C" {
-    #[link_name = "geteuid"]
-    fn libc_geteuid() -> u32;
-}
-
 fn dd_write(dev: &str, mib: u32) {
     let st = Command::new("dd")
         .args([
@@ -100,23 +83,15 @@ fn dd_write(dev: &str, mib: u32) {
 
 #[test]
 fn format_and_erase_keep_lifetime_and_refuse_when_they_must() {
-    if skip("format_and_erase_keep_lifetime_and_refuse_when_they_must") {
+    if skip(
+        "format_and_erase_keep_lifetime_and_refuse_when_they_must",
+        &["dd"],
+    ) {
         return;
     }
     let rig = Rig::new("fmt");
     let store = rig.store.to_str().unwrap();
-    let tiny = [
-        "attach",
-        "--store",
-        store,
-        "--device",
-        "iodrive-duo-320-slc",
-        "--member",
-        "0",
-        "--scale",
-        "0.001",
-    ];
-    let out = rig.ok(&tiny);
+    let out = rig.ok(&[&["attach", "--store", store], TINY_CARD].concat());
     let dev = out.split('\t').next().unwrap().to_string();
     dd_write(&dev, 16);
 
@@ -194,20 +169,13 @@ fn management_bad_input_is_one_line() {
         &["erase", "/nonexistent/store", "--clear", "-y"],
         "unknown store",
     );
-    if skip("management_bad_input_is_one_line (format of a real store)") {
+    if skip(
+        "management_bad_input_is_one_line (format of a real store)",
+        &[],
+    ) {
         return;
     }
-    let out = rig.ok(&[
-        "attach",
-        "--store",
-        store,
-        "--device",
-        "iodrive-duo-320-slc",
-        "--member",
-        "0",
-        "--scale",
-        "0.001",
-    ]);
+    let out = rig.ok(&[&["attach", "--store", store], TINY_CARD].concat());
     assert!(out.contains("/dev/loop"));
     rig.ok(&["detach", "--all"]);
     rig.fails(

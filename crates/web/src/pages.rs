@@ -153,6 +153,18 @@ fn summary_line(d: &DeviceStatus) -> String {
     )
 }
 
+/// Time, MB/s, IOPS, latency avg / p99 / max of a device's second.
+fn dev_perf(p: &DevPoint) -> [f64; 6] {
+    [
+        p.t_s,
+        p.mb_s,
+        p.iops,
+        p.latency_avg_us,
+        p.latency_p99_us,
+        p.latency_max_us,
+    ]
+}
+
 fn dev_points(h: &History, d: &DeviceStatus) -> Vec<DevPoint> {
     h.devices
         .get(&key(d))
@@ -191,9 +203,7 @@ pub fn overview_body(h: &History, reports: &[String]) -> String {
             d.member,
             esc(&d.model),
             summary_line(d),
-            perf_charts("device", "s", &pts, |p| [
-                p.t_s, p.mb_s, p.iops, p.latency_avg_us, p.latency_p99_us, p.latency_max_us
-            ])
+            perf_charts("device", "s", &pts, dev_perf)
         );
     }
     let _ = write!(
@@ -373,16 +383,7 @@ pub fn device_body(d: &DeviceStatus, h: &History) -> String {
         ),
     ]
     .concat();
-    let perf = perf_charts("device", "s", &pts, |p| {
-        [
-            p.t_s,
-            p.mb_s,
-            p.iops,
-            p.latency_avg_us,
-            p.latency_p99_us,
-            p.latency_max_us,
-        ]
-    });
+    let perf = perf_charts("device", "s", &pts, dev_perf);
     format!(
         "<div class=\"charts\"><section><h3>Device</h3><table>{general}</table></section>\
 <section><h3>Health</h3><table>{health}</table></section><section><h3>Lifetime</h3><table>{life}</table></section></div>\
