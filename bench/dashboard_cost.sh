@@ -4,9 +4,10 @@
 # (it still publishes its intervals), and with `vsl serve` running and headless Chromium showing the dashboard
 # (refreshing every second), in alternating rounds of the same run. Prints
 # every round and the ratio of the medians (target: with / without >= 0.97).
+# NO_BUILD=1 uses target/release/vsl as it is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q -p vsl
+[ -n "${NO_BUILD:-}" ] || cargo build --release -q -p vsl
 VSL=$PWD/target/release/vsl
 ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-120s}

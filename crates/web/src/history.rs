@@ -3,6 +3,7 @@
 //! started (bandwidth, IOPS, latency, temperature, power, endurance).
 
 use crate::App;
+use blockdev::live::LivePoint;
 use blockdev::manage::{DeviceStatus, StatusDoc};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -11,32 +12,23 @@ use std::time::{Duration, Instant};
 /// Samples kept per device (an hour at one a second).
 pub const KEEP: usize = 3600;
 
-/// One second of an attached device.
+/// One second of an attached device: the same fields as a simulation's
+/// interval, and the lifetime physical writes.
 #[derive(Clone, Debug, Default)]
 pub struct DevPoint {
-    pub t_s: f64,
-    pub iops: f64,
-    pub mb_s: f64,
-    pub latency_avg_us: f64,
-    /// The worse of the read and write p99.
-    pub latency_p99_us: f64,
-    pub latency_max_us: f64,
-    pub temperature_c: f64,
-    pub power_w: f64,
-    pub endurance_used_pct: f64,
+    pub live: LivePoint,
     pub physical_gb_written: f64,
 }
 
 impl DevPoint {
     fn of(t_s: f64, d: &DeviceStatus) -> DevPoint {
         let h = &d.health;
-        let mut p = DevPoint {
+        let mut p = LivePoint {
             t_s,
-            temperature_c: h.temperature_c,
-            power_w: h.power_w,
-            endurance_used_pct: 100.0 - h.endurance_remaining_pct,
-            physical_gb_written: h.physical_bytes_written as f64 / 1e9,
-            ..DevPoint::default()
+            temperature_c: Some(h.temperature_c),
+            power_w: Some(h.power_w),
+            endurance_used_pct: Some(100.0 - h.endurance_remaining_pct),
+            ..LivePoint::default()
         };
         if let Some(i) = &d.live {
             let (r, w) = (&i.read_latency, &i.write_latency);
@@ -44,10 +36,14 @@ impl DevPoint {
             p.iops = i.read_iops + i.write_iops;
             p.mb_s = i.read_mb_s + i.write_mb_s;
             p.latency_avg_us = (r.mean_us * r.count as f64 + w.mean_us * w.count as f64) / n;
+            // The worse of the read and write p99.
             p.latency_p99_us = r.p99_us.max(w.p99_us);
             p.latency_max_us = r.max_us.max(w.max_us);
         }
-        p
+        DevPoint {
+            live: p,
+            physical_gb_written: h.physical_bytes_written as f64 / 1e9,
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 
 use crate::chart::{svg, Line};
 use crate::history::{key, DevPoint, History};
-use blockdev::live::LiveRun;
+use blockdev::live::{LivePoint, LiveRun};
 use blockdev::manage::DeviceStatus;
 use std::fmt::Write;
 use std::path::Path;
@@ -80,16 +80,7 @@ fn run_section(r: &LiveRun) -> String {
         r.pid,
         r.points_total
     );
-    s += &perf_charts("run", "s (virtual)", &pts, |p| {
-        [
-            p.t_s,
-            p.mb_s,
-            p.iops,
-            p.latency_avg_us,
-            p.latency_p99_us,
-            p.latency_max_us,
-        ]
-    });
+    s += &perf_charts("run", "s (virtual)", &pts, |p| live_perf(p));
     let temp: Vec<_> = pts
         .iter()
         .filter_map(|p| Some((p.t_s, p.temperature_c?)))
@@ -153,8 +144,8 @@ fn summary_line(d: &DeviceStatus) -> String {
     )
 }
 
-/// Time, MB/s, IOPS, latency avg / p99 / max of a device's second.
-fn dev_perf(p: &DevPoint) -> [f64; 6] {
+/// Time, MB/s, IOPS, latency avg / p99 / max of an interval.
+fn live_perf(p: &LivePoint) -> [f64; 6] {
     [
         p.t_s,
         p.mb_s,
@@ -163,6 +154,10 @@ fn dev_perf(p: &DevPoint) -> [f64; 6] {
         p.latency_p99_us,
         p.latency_max_us,
     ]
+}
+
+fn dev_perf(p: &DevPoint) -> [f64; 6] {
+    live_perf(&p.live)
 }
 
 fn dev_points(h: &History, d: &DeviceStatus) -> Vec<DevPoint> {
@@ -335,7 +330,8 @@ pub fn device_body(d: &DeviceStatus, h: &History) -> String {
         ("time attached", format!("{:.0} s", l.attached_s)),
     ]);
     let pts = dev_points(h, d);
-    let series = |f: fn(&DevPoint) -> f64| pts.iter().map(|p| (p.t_s, f(p))).collect::<Vec<_>>();
+    let series =
+        |f: fn(&DevPoint) -> f64| pts.iter().map(|p| (p.live.t_s, f(p))).collect::<Vec<_>>();
     let history = [
         svg(
             "Temperature",
@@ -345,7 +341,7 @@ pub fn device_body(d: &DeviceStatus, h: &History) -> String {
             &[Line {
                 name: "internal",
                 color: "#d62728",
-                points: series(|p| p.temperature_c),
+                points: series(|p| p.live.temperature_c.unwrap_or(0.0)),
             }],
         ),
         svg(
@@ -356,7 +352,7 @@ pub fn device_body(d: &DeviceStatus, h: &History) -> String {
             &[Line {
                 name: "power",
                 color: "#9467bd",
-                points: series(|p| p.power_w),
+                points: series(|p| p.live.power_w.unwrap_or(0.0)),
             }],
         ),
         svg(
@@ -367,7 +363,7 @@ pub fn device_body(d: &DeviceStatus, h: &History) -> String {
             &[Line {
                 name: "rated endurance used",
                 color: "#8c564b",
-                points: series(|p| p.endurance_used_pct),
+                points: series(|p| p.live.endurance_used_pct.unwrap_or(0.0)),
             }],
         ),
         svg(
