@@ -56,7 +56,7 @@ for r in $(seq "$ROUNDS"); do
     with_browser
     without+=("$(one_run)")
   fi
-  echo "round $r: without browser ${without[-1]} M I/Os/s, with browser ${with[-1]} M I/Os/s" >&2
+  echo "round $r: without browser ${without[-1]} M I/Os/s, with browser ${with[-1]} M I/Os/s (load average $(cut -d" " -f1 /proc/loadavg))" >&2
 done
 python3 - "${without[*]}" "${with[*]}" <<'PY'
 import statistics, sys
