@@ -79,7 +79,7 @@ pub struct CardArgs {
     #[arg(long, default_value = "25", allow_hyphen_values = true)]
     pub ambient_temp: String,
     /// Airflow over the card, linear feet per minute (0: still air).
-    #[arg(long, default_value = "300")]
+    #[arg(long, default_value = "300", allow_hyphen_values = true)]
     pub airflow: String,
     /// A Duo's external power cable: on, or off (writes throttled to the slot's 24.75 W).
     #[arg(long, default_value = "on")]
