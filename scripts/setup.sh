@@ -16,6 +16,8 @@ command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
 command -v mkfs.ext4 >/dev/null 2>&1 || need_apt+=(e2fsprogs)
 command -v mount >/dev/null 2>&1 || need_apt+=(mount)
 command -v pgbench >/dev/null 2>&1 || need_apt+=(postgresql)
+# vsl serve's browser test (crates/web): headless Chromium driven over CDP.
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""

@@ -374,7 +374,7 @@ fn list() -> Result<()> {
 }
 
 /// The live attachments `sel` names (a loop device, store or name).
-fn select(sel: Option<&str>) -> Result<Vec<AttachState>> {
+pub(crate) fn select(sel: Option<&str>) -> Result<Vec<AttachState>> {
     let (found, orphans) = select_with_orphans(sel)?;
     let (live, dead): (Vec<_>, Vec<_>) = found.into_iter().partition(|s| s.alive());
     if live.is_empty() {

@@ -55,6 +55,7 @@ impl EngineError {
         match self {
             EngineError::Device(DeviceError::Misaligned { .. })
             | EngineError::Device(DeviceError::OutOfRange { .. }) => libc::EINVAL,
+            EngineError::Device(DeviceError::ReadOnly { .. }) => libc::EROFS,
             _ => libc::EIO,
         }
     }
@@ -250,6 +251,11 @@ impl Engine {
         }
         vsl.enable_media_log();
         card.members[0].vsl = vsl;
+        card.members[0].health.set_lifetime_base(
+            life_base.nand_bytes_programmed,
+            life_base.nand_bytes_read,
+            life_base.temperature_max_c,
+        );
         let member = store.member;
         Ok(Engine {
             sector: card.sector_bytes() as u64,
@@ -525,7 +531,16 @@ impl Engine {
             gc_sectors_moved: d.gc_sectors_moved,
             erases: d.erases,
             attached_s: self.attached.elapsed().as_secs_f64(),
+            temperature_max_c: self.health().temperature_max_c,
+            host_ram_peak_bytes: d.host_ram_bytes,
         })
+    }
+
+    /// Health, endurance, power and temperature of the device.
+    pub fn health(&self) -> device::HealthReport {
+        let g = self.lock();
+        let m = &g.card.members[0];
+        m.health.report(&m.vsl)
     }
 
     /// How long to wait before acknowledging an I/O that completes at `c`.

@@ -14,6 +14,9 @@
 //!   socket; [`status::StatusReport`] is what `status` returns.
 //! - [`cli`]: the `attach` / `detach` / `status` arguments and commands for
 //!   the `vsl` binary.
+//! - [`manage`]: `vsl status` (every status field, stable JSON), `vsl
+//!   format`, `vsl erase`; [`live`]: running simulations publish their
+//!   intervals under the run directory for `status` and the dashboard.
 //!
 //! Durability: data and its out-of-band record are written to the store
 //! (the host page cache) before an I/O is acknowledged, so a `kill -9` of
@@ -25,6 +28,8 @@ pub mod cli;
 pub mod daemon;
 pub mod engine;
 pub mod fs;
+pub mod live;
+pub mod manage;
 pub mod status;
 pub mod store;
 pub mod timer;

@@ -92,6 +92,10 @@ pub struct MemberStatus {
     /// The model's own latency of the I/Os served (completion − submission).
     pub model_read_latency: Percentiles,
     pub model_write_latency: Percentiles,
+    /// Health, endurance, power and temperature (absent from daemons of
+    /// earlier versions).
+    #[serde(default)]
+    pub health: Option<device::HealthReport>,
 }
 
 /// What `status` returns.
@@ -247,6 +251,7 @@ impl Sampler {
                     emulator_late: late,
                     model_read_latency: mr,
                     model_write_latency: mw,
+                    health: Some(e.health()),
                 }
             })
             .collect();

@@ -274,7 +274,7 @@ impl Store {
     }
 }
 
-fn lock_store(dir: &Path) -> Result<File, StoreError> {
+pub(crate) fn lock_store(dir: &Path) -> Result<File, StoreError> {
     let path = dir.join("lock");
     let mut f = OpenOptions::new()
         .read(true)
@@ -669,6 +669,10 @@ pub struct Lifetime {
     pub erases: u64,
     /// Seconds attached.
     pub attached_s: f64,
+    /// Hottest internal temperature ever reached, °C (0 if never attached).
+    pub temperature_max_c: f64,
+    /// Most host RAM the device's map ever took, bytes.
+    pub host_ram_peak_bytes: u64,
 }
 
 impl Lifetime {
@@ -687,6 +691,8 @@ impl Lifetime {
             gc_sectors_moved: self.gc_sectors_moved + o.gc_sectors_moved,
             erases: self.erases + o.erases,
             attached_s: self.attached_s + o.attached_s,
+            temperature_max_c: self.temperature_max_c.max(o.temperature_max_c),
+            host_ram_peak_bytes: self.host_ram_peak_bytes.max(o.host_ram_peak_bytes),
         }
     }
 }

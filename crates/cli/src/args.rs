@@ -34,8 +34,14 @@ pub enum Command {
     Attach(Box<blockdev::cli::AttachArgs>),
     /// Flush, detach and stop an attached card.
     Detach(blockdev::cli::DetachArgs),
-    /// Live counters of attached cards.
-    Status(blockdev::cli::StatusArgs),
+    /// Status of a store, every attached card and every running simulation (-a: every field, --json).
+    Status(blockdev::manage::StatusArgs),
+    /// Low-level format a (detached) card's store: capacity / over-provisioning, sector size.
+    Format(blockdev::manage::FormatArgs),
+    /// Secure-erase a (detached) card's store; lifetime counters and wear are kept.
+    Erase(blockdev::manage::EraseArgs),
+    /// Live web dashboard of attached cards and running simulations (127.0.0.1:8080).
+    Serve(web::ServeArgs),
 }
 
 /// The card and how it is formatted.
@@ -87,6 +93,15 @@ pub struct CardArgs {
     /// compressing controllers (SandForce presets) gain from it.
     #[arg(long, default_value = "0", allow_hyphen_values = true)]
     pub buffer_compress_percentage: String,
+    /// Air temperature at the card, °C (thermal model).
+    #[arg(long, default_value = "25", allow_hyphen_values = true)]
+    pub ambient_temp: String,
+    /// Airflow over the card, linear feet per minute (0: still air).
+    #[arg(long, default_value = "300", allow_hyphen_values = true)]
+    pub airflow: String,
+    /// A Duo's external power cable: on, or off (writes throttled to the slot's 24.75 W).
+    #[arg(long, default_value = "on")]
+    pub external_power: String,
 }
 
 /// The workload, spelled as fio spells it.

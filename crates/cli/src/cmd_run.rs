@@ -1,6 +1,7 @@
 use crate::args::{CardArgs, RunArgs, WorkloadArgs};
+use crate::health_series::{self, HealthPoint, Sampled};
 use crate::output;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use device::{Card, CardConfig, VirtualDevice};
 use lab::{precondition_fill, RunOptions};
 use sim::Nanos;
@@ -43,6 +44,33 @@ pub fn card_config(a: &CardArgs) -> Result<CardConfig> {
         d => Some(parse_duration_ns(d).map_err(|e| anyhow!("--suspend: {e}"))?),
     };
     c.chunk_bytes = parse_size(&a.chunk).map_err(|e| anyhow!("--chunk: {e}"))?;
+    c.environment.ambient_c = a
+        .ambient_temp
+        .parse()
+        .ok()
+        .filter(|t: &f64| (-40.0..=80.0).contains(t))
+        .ok_or_else(|| {
+            anyhow!(
+                "--ambient-temp: '{}' is not a temperature in °C from -40 to 80",
+                a.ambient_temp
+            )
+        })?;
+    c.environment.airflow_lfm = a
+        .airflow
+        .parse()
+        .ok()
+        .filter(|f: &f64| (0.0..=5000.0).contains(f))
+        .ok_or_else(|| {
+            anyhow!(
+                "--airflow: '{}' is not an airflow in LFM from 0 to 5000",
+                a.airflow
+            )
+        })?;
+    c.environment.external_power = match a.external_power.as_str() {
+        "on" => true,
+        "off" => false,
+        s => bail!("--external-power: '{s}' (expected on or off)"),
+    };
     Ok(c)
 }
 
@@ -126,6 +154,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         options: &opts,
         summary: &done.result.summary,
         intervals: &done.result.intervals,
+        health: done.health.as_deref(),
     };
     if let Some(path) = &a.json {
         output::write_json(path, &report)?;
@@ -145,6 +174,8 @@ struct Done {
     device_line: String,
     workload: WorkloadSpec,
     result: lab::RunResult,
+    /// Temperature, power and endurance used per interval (modelled runs).
+    health: Option<Vec<HealthPoint>>,
     wall_s: f64,
 }
 
@@ -179,18 +210,40 @@ fn run_model(
         start = lab::run(&mut card, &resolved, &warm, start, &mut |_| {})?.end;
     }
     let measured = std::time::Instant::now();
-    let mut result = lab::run(&mut card, &resolved, opts, start, &mut |iv| {
-        progress.interval(iv)
+    let label = format!(
+        "vsl run {} {}",
+        cfg_label(&card),
+        a.workload
+            .profile
+            .as_deref()
+            .or(a.workload.rw.as_deref())
+            .unwrap_or("randwrite")
+    );
+    let mut publisher = blockdev::live::Publisher::new("run", &label);
+    let mut sampled = Sampled::new(&mut card, start, opts.interval_ns);
+    let series = sampled.series.clone();
+    let mut result = lab::run(&mut sampled, &resolved, opts, start, &mut |iv| {
+        progress.interval(iv);
+        health_series::publish(&mut publisher, iv, &series);
     })?;
+    sampled.finish(result.end);
+    drop(sampled);
     result.summary.precondition_s = start.as_secs_f64();
+    let health = std::mem::take(&mut series.borrow_mut().points);
     let info = output::DeviceInfo::new(&card);
     Ok(Done {
         device_line: info.line(),
         device: serde_json::to_value(&info)?,
         workload: resolved,
         result,
+        health: Some(health),
         wall_s: measured.elapsed().as_secs_f64(),
     })
+}
+
+/// Device and format of a card, for the live label.
+fn cfg_label(card: &Card) -> String {
+    format!("{} {}", card.config.preset.name, card.config.format.label())
 }
 
 fn run_real(
@@ -243,5 +296,6 @@ fn run_real(
         workload: resolved,
         wall_s: run.info.wall_s,
         result: run.result,
+        health: None,
     })
 }

@@ -6,6 +6,7 @@ mod cmd_devices;
 mod cmd_review;
 mod cmd_run;
 mod cmd_validate;
+mod health_series;
 mod output;
 mod realdev;
 mod review_report;
@@ -22,7 +23,10 @@ fn main() {
         args::Command::Review(a) => cmd_review::review(a),
         args::Command::Attach(a) => blockdev::cli::run_attach(*a),
         args::Command::Detach(a) => blockdev::cli::run_detach(a),
-        args::Command::Status(a) => blockdev::cli::run_status(a),
+        args::Command::Status(a) => blockdev::manage::run_status(a),
+        args::Command::Format(a) => blockdev::manage::run_format(a),
+        args::Command::Erase(a) => blockdev::manage::run_erase(a),
+        args::Command::Serve(a) => web::run_serve(a),
     };
     if let Err(e) = result {
         eprintln!("vsl: error: {e:#}");

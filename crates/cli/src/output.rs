@@ -71,6 +71,9 @@ pub struct Report<'a> {
     pub options: &'a RunOptions,
     pub summary: &'a Summary,
     pub intervals: &'a [IntervalStats],
+    /// Temperature, power and endurance used per interval (modelled runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health: Option<&'a [crate::health_series::HealthPoint]>,
 }
 
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {

@@ -1,3 +1,4 @@
+use crate::health::{Environment, Health, HealthReport, HealthState};
 use crate::preset::{Format, Preset};
 use ftl::{FtlConfig, FtlError, FtlStats, GcMode, GcPolicy, ReadPolicy, Vsl};
 use serde::Serialize;
@@ -42,6 +43,10 @@ pub enum DeviceError {
     },
     #[error("{0}")]
     Config(String),
+    #[error("ioMemory {member} is {state}: it accepts no more writes (its worn erase blocks left too little spare); read the data off it")]
+    ReadOnly { member: u32, state: HealthState },
+    #[error("ioMemory {member} powered off at {temperature_c:.1} °C internal temperature (limit 85 °C): improve its airflow or lower the ambient temperature")]
+    Overheated { member: u32, temperature_c: f64 },
 }
 
 /// Kind of a block I/O.
@@ -146,6 +151,8 @@ pub struct CardConfig {
     /// (SandForce) gains from it.
     pub data_compressibility: f64,
     pub track_sequence: bool,
+    /// Ambient air, airflow and external power (health and thermals).
+    pub environment: Environment,
 }
 
 impl CardConfig {
@@ -163,6 +170,7 @@ impl CardConfig {
             suspend_ns: None,
             data_compressibility: 1.0,
             track_sequence: false,
+            environment: Environment::default(),
         }
     }
 
@@ -276,6 +284,8 @@ impl CardConfig {
 /// One ioMemory device: its FTL and controller.
 pub struct Member {
     pub vsl: Vsl,
+    pub health: Health,
+    id: u32,
     ctrl_read: Resource,
     ctrl_write: Resource,
     cmd_read_ns: u64,
@@ -288,10 +298,17 @@ pub struct Member {
 }
 
 impl Member {
-    fn new(preset: &Preset, cfg: FtlConfig) -> Result<Member, DeviceError> {
+    fn new(
+        preset: &Preset,
+        cfg: FtlConfig,
+        id: u32,
+        env: Environment,
+    ) -> Result<Member, DeviceError> {
         let (cmd_read_ns, cmd_write_ns) = preset.command_ns();
         let (read_bps, write_bps) = preset.datapath_bytes_per_s();
         Ok(Member {
+            health: Health::new(&cfg, env, preset.members, id, write_bps),
+            id,
             vsl: Vsl::new(cfg)?,
             ctrl_read: Resource::default(),
             ctrl_write: Resource::default(),
@@ -318,6 +335,19 @@ impl Member {
         lba: u64,
         sectors: u64,
     ) -> Result<Nanos, DeviceError> {
+        self.health.admit(kind, self.id)?;
+        let done = self.io_admitted(now, kind, lba, sectors);
+        self.health.observe(now, &mut self.vsl);
+        done
+    }
+
+    fn io_admitted(
+        &mut self,
+        now: Nanos,
+        kind: IoKind,
+        lba: u64,
+        sectors: u64,
+    ) -> Result<Nanos, DeviceError> {
         let bytes = sectors * self.vsl.sector_bytes() as u64;
         match kind {
             IoKind::Read => {
@@ -331,6 +361,7 @@ impl Member {
             IoKind::Write => {
                 let t0 = now + Nanos(self.host_write_ns);
                 let admitted = self.vsl.write(t0, lba, sectors)?;
+                let admitted = self.health.throttle_write(admitted, bytes);
                 let (_, done) = self.ctrl_write.reserve(
                     admitted,
                     Self::pipeline(self.cmd_write_ns, bytes, self.write_bps),
@@ -382,7 +413,7 @@ impl Card {
         let ftl_cfg = config.ftl_config()?;
         let members = member_ids
             .iter()
-            .map(|_| Member::new(p, ftl_cfg.clone()))
+            .map(|&id| Member::new(p, ftl_cfg.clone(), id, config.environment))
             .collect::<Result<Vec<_>, _>>()?;
         let chunk_sectors = config.chunk_bytes / sector;
         let per_member = ftl_cfg.user_sectors;
@@ -414,6 +445,14 @@ impl Card {
 
     pub fn member_stats(&self) -> Vec<FtlStats> {
         self.members.iter().map(|m| m.vsl.stats()).collect()
+    }
+
+    /// Health, endurance, power and temperature of each member.
+    pub fn health(&self) -> Vec<HealthReport> {
+        self.members
+            .iter()
+            .map(|m| m.health.report(&m.vsl))
+            .collect()
     }
 }
 

@@ -9,15 +9,22 @@
 //!   members. It implements [`VirtualDevice`], the narrow interface the lab
 //!   drives.
 //!
+//! - [`Health`](health::Health) and [`thermal::Thermal`]: per member,
+//!   wear-out and block retirement, health states, power, temperature and
+//!   write throttling; [`Card::health`] gives their [`HealthReport`]s.
+//!
 //! One I/O through a member: host VSL software cost → (writes) admission to
 //! the power-cut-protected buffer → controller DMA; (reads) NAND array read
 //! and bus transfer in parallel with the controller's command pipeline →
 //! PCIe transfer to the host.
 
 mod card;
+pub mod health;
 mod preset;
+pub mod thermal;
 
 pub use card::{
     Card, CardConfig, DeviceError, DeviceStats, IoKind, Member, MemberSel, VirtualDevice,
 };
+pub use health::{Environment, HealthReport, HealthState, Throttle};
 pub use preset::{DataSheet, Format, Preset, PRESETS};

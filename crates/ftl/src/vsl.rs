@@ -1127,6 +1127,27 @@ impl Vsl {
         self.leb_state[leb as usize] == LebState::Free
     }
 
+    /// Takes worn-out erase unit `leb` out of service for good (block
+    /// retirement): it leaves the free list and is never written again;
+    /// GC then runs at `now` until the GC reserve is free again, as when
+    /// the log opens a unit. Only a free unit can go; returns whether it
+    /// was retired (a unit in use is retired after GC has erased it).
+    pub fn retire_leb(&mut self, leb: u32, now: Nanos) -> bool {
+        let reserve = self.cfg.gc_reserve_lebs as usize;
+        if !self.is_free_leb(leb) || self.free.len() < reserve {
+            return false;
+        }
+        self.free.retain(|Reverse((_, l))| *l != leb);
+        self.leb_state[leb as usize] = LebState::Reserved;
+        let mut rounds = 0;
+        while self.free.len() < reserve {
+            rounds += 1;
+            assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
+            self.collect_one(now);
+        }
+        true
+    }
+
     /// Out-of-band sequence number recorded with slot `psa` (0 when not
     /// tracked or never programmed).
     pub fn slot_sequence(&self, psa: u32) -> u64 {

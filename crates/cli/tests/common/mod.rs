@@ -1,0 +1,41 @@
+//! Shared by the tests that attach a card: the smallest card, and the
+//! loud skip when the machine cannot attach (root, FUSE, loop devices) or
+//! lacks a tool.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::Command;
+
+/// `vsl attach` options of the smallest card: 24 erase units.
+pub const TINY_CARD: &[&str] = &[
+    "--device",
+    "iodrive-duo-320-slc",
+    "--member",
+    "0",
+    "--scale",
+    "0.001",
+];
+
+/// Prints the loud skip line and returns true when `test` cannot run here.
+pub fn skip(test: &str, tools: &[&str]) -> bool {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout == b"0\n");
+    let why = if !root {
+        Some("not running as root".to_string())
+    } else if !Path::new("/dev/fuse").exists() || !Path::new("/dev/loop-control").exists() {
+        Some("/dev/fuse or /dev/loop-control is absent".into())
+    } else {
+        tools
+            .iter()
+            .find(|t| Command::new(t).arg("--version").output().is_err())
+            .map(|t| format!("{t} is not installed (scripts/setup.sh installs it)"))
+    };
+    if let Some(why) = &why {
+        eprintln!("\n!!!!! SKIPPED {test}: {why} !!!!!\n");
+        println!("SKIPPED {test}: {why}");
+    }
+    why.is_some()
+}

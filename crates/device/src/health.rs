@@ -1,0 +1,481 @@
+//! Health, endurance, power and temperature of one ioMemory device.
+//!
+//! - [`Environment`]: ambient temperature, airflow and whether a Duo has
+//!   its external power cable: what the card's surroundings impose.
+//! - [`Health`]: per member; observes the FTL's media counters after every
+//!   I/O ([`Health::observe`]), retires worn-out erase units, derives the
+//!   [`HealthState`], integrates power into temperature ([`crate::thermal`])
+//!   and throttles write admission ([`Health::throttle_write`]).
+//! - [`HealthReport`]: the status fields (`vsl status`, dashboards).
+//!
+//! Every parameter, its value and its source: docs/MODEL.md, "Health,
+//! endurance, power and temperature".
+
+use crate::card::{DeviceError, IoKind};
+use crate::thermal::{Thermal, THROTTLE_OFF_C, THROTTLE_ON_C};
+use ftl::{FtlConfig, Vsl};
+use serde::{Deserialize, Serialize};
+use sim::{Nanos, Prng, Resource};
+
+/// Share of erase units set aside to replace worn or failed ones (part of
+/// the reserved fraction). "Reserves" report what is left of it.
+pub const BAD_BLOCK_POOL_FRACTION: f64 = 0.02;
+/// Reserve-space warning when this share of the pool is left.
+pub const RESERVE_WARN_FRACTION: f64 = 0.10;
+/// Reduced-write mode below this share of healthy erase units.
+pub const REDUCED_WRITE_HEALTHY: f64 = 0.96;
+/// Read-only below this share of healthy erase units.
+pub const READ_ONLY_HEALTHY: f64 = 0.94;
+/// Failed below this share (reachable only by restored wear or failures,
+/// since a read-only device wears no further).
+pub const FAILED_HEALTHY: f64 = 0.90;
+/// A unit's real endurance is its rated cycles times 1 + this × U(0, 1):
+/// the data sheet's figure is a guaranteed minimum.
+pub const ENDURANCE_SPREAD: f64 = 0.5;
+/// Write bandwidth while reduced-write or thermally throttled, as a share
+/// of the controller's write data path.
+pub const THROTTLED_WRITE_FRACTION: f64 = 0.25;
+/// What a PCIe slot may draw without the external power cable; the driver
+/// caps a card at it (ioDrive Duo installation guide: 24.75 W).
+pub const SLOT_POWER_W: f64 = 24.75;
+/// Power and temperature are integrated over steps of this much virtual time.
+pub const STEP_NS: u64 = 100_000_000;
+
+/// Idle power of one member (FPGA controller, DRAM, NAND standby), W.
+pub const IDLE_W: f64 = 5.0;
+/// Energy per byte read from the NAND array and moved to the host, J.
+pub const READ_J_PER_BYTE: f64 = 5e-9;
+/// Energy per byte programmed, J.
+pub const PROGRAM_J_PER_BYTE: f64 = 16e-9;
+/// Energy per byte of an erase unit erased, J.
+pub const ERASE_J_PER_BYTE: f64 = 1e-9;
+
+/// Where the card runs.
+#[derive(Copy, Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// Air temperature at the card's inlet, °C.
+    pub ambient_c: f64,
+    /// Airflow over the card, linear feet per minute.
+    pub airflow_lfm: f64,
+    /// A Duo's external power cable is connected (single cards ignore it).
+    pub external_power: bool,
+}
+
+impl Default for Environment {
+    fn default() -> Environment {
+        Environment {
+            ambient_c: 25.0,
+            airflow_lfm: 300.0,
+            external_power: true,
+        }
+    }
+}
+
+/// Health states, in the order a wearing device passes through them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HealthState {
+    Healthy,
+    ReserveWarning,
+    ReducedWrite,
+    ReadOnly,
+    Failed,
+}
+
+impl std::fmt::Display for HealthState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            HealthState::Healthy => "healthy",
+            HealthState::ReserveWarning => "reserve space warning",
+            HealthState::ReducedWrite => "reduced write",
+            HealthState::ReadOnly => "read-only",
+            HealthState::Failed => "failed",
+        })
+    }
+}
+
+/// Why writes are slowed, if they are.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Throttle {
+    None,
+    ReducedWrite,
+    Thermal,
+    Power,
+}
+
+/// The status fields of one member.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HealthReport {
+    pub state: HealthState,
+    pub throttle: Throttle,
+    pub powered_off: bool,
+    pub total_blocks: u32,
+    pub retired_blocks: u32,
+    pub healthy_blocks_pct: f64,
+    pub reserve_pct: f64,
+    pub rated_endurance_bytes: u64,
+    pub physical_bytes_written: u64,
+    pub physical_bytes_read: u64,
+    pub endurance_remaining_pct: f64,
+    pub erase_count_min: u32,
+    pub erase_count_avg: f64,
+    pub erase_count_max: u32,
+    pub temperature_c: f64,
+    pub temperature_max_c: f64,
+    pub power_w: f64,
+    pub power_avg_w: f64,
+    pub power_max_w: f64,
+    pub ambient_c: f64,
+    pub airflow_lfm: f64,
+    pub external_power: bool,
+}
+
+/// Media counters at the start of the current step.
+#[derive(Copy, Clone, Default)]
+struct Snapshot {
+    at: Nanos,
+    bytes_read: u64,
+    bytes_programmed: u64,
+    erases: u64,
+    host_sectors_written: u64,
+}
+
+impl Snapshot {
+    fn of(at: Nanos, vsl: &Vsl) -> Snapshot {
+        let c = vsl.nand.counters;
+        Snapshot {
+            at,
+            bytes_read: c.bytes_read,
+            bytes_programmed: c.bytes_programmed,
+            erases: c.leb_erases,
+            host_sectors_written: vsl.stats().host_sectors_written,
+        }
+    }
+}
+
+/// Health, wear, power and temperature of one member.
+pub struct Health {
+    env: Environment,
+    /// Power this member may draw (its share of the slot without external
+    /// power), W; infinite when uncapped.
+    power_budget_w: f64,
+    write_bps: f64,
+    leb_bytes: f64,
+    sector_bytes: u64,
+    user_sectors: u64,
+    usable_lebs: u32,
+    slots_per_leb: u64,
+    gc_reserve_lebs: u32,
+    /// Erase count at which each unit wears out.
+    leb_limit: Vec<u32>,
+    retired: Vec<bool>,
+    retired_count: u32,
+    pool_lebs: u32,
+    rated_bytes: u64,
+    state: HealthState,
+    thermal: Thermal,
+    thermal_throttled: bool,
+    power_cap_bps: Option<f64>,
+    throttle: Resource,
+    step: Snapshot,
+    erases_seen: u64,
+    powered_off: bool,
+    power_w: f64,
+    power_max_w: f64,
+    energy_j: f64,
+    /// Physical bytes written and read before this instance (a store's
+    /// lifetime counters).
+    base_programmed: u64,
+    base_read: u64,
+}
+
+impl Health {
+    /// The health of member `member_id` of a card with `members_on_card`
+    /// members, whose controller writes at most `write_bps`.
+    pub fn new(
+        cfg: &FtlConfig,
+        env: Environment,
+        members_on_card: u32,
+        member_id: u32,
+        write_bps: u64,
+    ) -> Health {
+        let lebs = cfg.geometry.lebs();
+        let cycles = cfg.timing.endurance_cycles as f64;
+        let mut prng = Prng::from_seed(0x4845_414c_5448 ^ member_id as u64);
+        let leb_limit = (0..lebs)
+            .map(|_| (cycles * (1.0 + ENDURANCE_SPREAD * prng.next_f64())).round() as u32)
+            .collect();
+        let twin = members_on_card >= 2;
+        let power_budget_w = if twin && !env.external_power {
+            SLOT_POWER_W / members_on_card as f64
+        } else {
+            f64::INFINITY
+        };
+        let leb_bytes = cfg.geometry.write_unit_bytes() * cfg.geometry.units_per_leb() as u64;
+        Health {
+            env,
+            power_budget_w,
+            write_bps: write_bps as f64,
+            leb_bytes: leb_bytes as f64,
+            sector_bytes: cfg.sector_bytes as u64,
+            user_sectors: cfg.user_sectors,
+            usable_lebs: cfg.usable_lebs(),
+            slots_per_leb: cfg.slots_per_leb() as u64,
+            gc_reserve_lebs: cfg.gc_reserve_lebs,
+            leb_limit,
+            retired: vec![false; lebs as usize],
+            retired_count: 0,
+            pool_lebs: ((lebs as f64 * BAD_BLOCK_POOL_FRACTION).round() as u32).max(1),
+            rated_bytes: cfg.geometry.data_bytes() * cfg.timing.endurance_cycles as u64,
+            state: HealthState::Healthy,
+            thermal: Thermal::new(env),
+            thermal_throttled: false,
+            power_cap_bps: None,
+            throttle: Resource::default(),
+            step: Snapshot::default(),
+            erases_seen: 0,
+            powered_off: false,
+            power_w: IDLE_W,
+            power_max_w: IDLE_W,
+            energy_j: 0.0,
+            base_programmed: 0,
+            base_read: 0,
+        }
+    }
+
+    /// Counts physical bytes written and read before this instance (a
+    /// store's lifetime) towards endurance, and its hottest temperature.
+    pub fn set_lifetime_base(&mut self, programmed: u64, read: u64, temperature_max_c: f64) {
+        self.base_programmed = programmed;
+        self.base_read = read;
+        self.thermal.raise_max(temperature_max_c);
+    }
+
+    pub fn state(&self) -> HealthState {
+        self.state
+    }
+
+    pub fn powered_off(&self) -> bool {
+        self.powered_off
+    }
+
+    /// Refuses what the device cannot do in its state.
+    #[inline]
+    pub fn admit(&self, kind: IoKind, member_id: u32) -> Result<(), DeviceError> {
+        if self.powered_off {
+            return Err(DeviceError::Overheated {
+                member: member_id,
+                temperature_c: self.thermal.temperature_c(),
+            });
+        }
+        let writes = matches!(kind, IoKind::Write | IoKind::Trim);
+        if writes && self.state >= HealthState::ReadOnly {
+            return Err(DeviceError::ReadOnly {
+                member: member_id,
+                state: self.state,
+            });
+        }
+        Ok(())
+    }
+
+    /// When a write of `bytes`, in the buffer at `admitted`, may complete
+    /// under the current write throttle.
+    #[inline]
+    pub fn throttle_write(&mut self, admitted: Nanos, bytes: u64) -> Nanos {
+        match self.cap_bps() {
+            None => admitted,
+            Some(bps) => {
+                let (_, end) = self
+                    .throttle
+                    .reserve(admitted, Nanos::for_bytes(bytes, bps.max(1.0) as u64));
+                end
+            }
+        }
+    }
+
+    fn cap_bps(&self) -> Option<f64> {
+        let slow = self.thermal_throttled || self.state == HealthState::ReducedWrite;
+        let fixed = slow.then_some(self.write_bps * THROTTLED_WRITE_FRACTION);
+        match (fixed, self.power_cap_bps) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn throttle_kind(&self) -> Throttle {
+        if self.state == HealthState::ReducedWrite {
+            Throttle::ReducedWrite
+        } else if self.thermal_throttled {
+            Throttle::Thermal
+        } else if self.power_cap_bps.is_some() {
+            Throttle::Power
+        } else {
+            Throttle::None
+        }
+    }
+
+    /// Brings wear, power and temperature up to `now` after an I/O: one
+    /// comparison unless an erase happened or a step of time has passed.
+    #[inline]
+    pub fn observe(&mut self, now: Nanos, vsl: &mut Vsl) {
+        let erases = vsl.nand.counters.leb_erases;
+        if erases != self.erases_seen {
+            self.erases_seen = erases;
+            self.retire_worn(now, vsl);
+        }
+        if now.0 >= self.step.at.0 + STEP_NS {
+            self.advance(now, vsl);
+        }
+    }
+
+    fn retire_worn(&mut self, now: Nanos, vsl: &mut Vsl) {
+        for leb in self.worn(vsl.nand.erase_counts()) {
+            if self.derive_state() < HealthState::ReadOnly && vsl.retire_leb(leb, now) {
+                self.mark_retired(leb);
+            }
+        }
+        self.state = self.state.max(self.derive_state());
+    }
+
+    /// Units in service whose erase count reached their endurance.
+    fn worn(&self, erase_counts: &[u32]) -> Vec<u32> {
+        (0..self.usable_lebs)
+            .filter(|&l| {
+                let i = l as usize;
+                !self.retired[i] && erase_counts[i] >= self.leb_limit[i]
+            })
+            .collect()
+    }
+
+    fn mark_retired(&mut self, leb: u32) {
+        self.retired[leb as usize] = true;
+        self.retired_count += 1;
+    }
+
+    fn derive_state(&self) -> HealthState {
+        let total = self.retired.len() as f64;
+        let healthy = (total - self.retired_count as f64) / total;
+        let spare_slots = (self.usable_lebs - self.retired_count) as u64 * self.slots_per_leb;
+        let spare_lebs = spare_slots.saturating_sub(self.user_sectors) / self.slots_per_leb;
+        if healthy < FAILED_HEALTHY {
+            HealthState::Failed
+        } else if healthy < READ_ONLY_HEALTHY || spare_lebs < self.gc_reserve_lebs as u64 + 2 {
+            HealthState::ReadOnly
+        } else if healthy < REDUCED_WRITE_HEALTHY {
+            HealthState::ReducedWrite
+        } else if self.reserve_fraction() <= RESERVE_WARN_FRACTION {
+            HealthState::ReserveWarning
+        } else {
+            HealthState::Healthy
+        }
+    }
+
+    fn reserve_fraction(&self) -> f64 {
+        self.pool_lebs.saturating_sub(self.retired_count) as f64 / self.pool_lebs as f64
+    }
+
+    /// One step: power from the media work done since the last step, the
+    /// temperature it leads to, and the throttles that follow.
+    fn advance(&mut self, now: Nanos, vsl: &Vsl) {
+        let next = Snapshot::of(now, vsl);
+        let dt = (now.0 - self.step.at.0) as f64 / 1e9;
+        let joules = (next.bytes_read - self.step.bytes_read) as f64 * READ_J_PER_BYTE
+            + (next.bytes_programmed - self.step.bytes_programmed) as f64 * PROGRAM_J_PER_BYTE
+            + (next.erases - self.step.erases) as f64 * self.leb_bytes * ERASE_J_PER_BYTE;
+        let power = IDLE_W + joules / dt;
+        let host_bps = (next.host_sectors_written - self.step.host_sectors_written) as f64
+            * self.sector_bytes as f64
+            / dt;
+        self.step = next;
+        self.power_w = power;
+        self.power_max_w = self.power_max_w.max(power);
+        self.energy_j += power * dt;
+        let t = self.thermal.advance(power, dt);
+        if t >= crate::thermal::POWER_OFF_C {
+            self.powered_off = true;
+        }
+        if t >= THROTTLE_ON_C {
+            self.thermal_throttled = true;
+        } else if t < THROTTLE_OFF_C {
+            self.thermal_throttled = false;
+        }
+        self.control_power(power, host_bps);
+    }
+
+    /// Keeps the member under its share of the slot's power: scales the
+    /// write bandwidth by the excess, and lets it back up 5 % per step.
+    fn control_power(&mut self, power: f64, host_bps: f64) {
+        let budget = self.power_budget_w;
+        if !budget.is_finite() {
+            return;
+        }
+        if power > budget {
+            let scale = ((budget - IDLE_W) / (power - IDLE_W)).clamp(0.1, 1.0);
+            let base = self
+                .power_cap_bps
+                .unwrap_or(self.write_bps)
+                .min(host_bps.max(1e6));
+            self.power_cap_bps = Some(base * scale);
+        } else if let Some(cap) = self.power_cap_bps {
+            let up = cap * 1.05;
+            self.power_cap_bps = (up < self.write_bps).then_some(up);
+        }
+    }
+
+    /// The status fields.
+    pub fn report(&self, vsl: &Vsl) -> HealthReport {
+        let c = vsl.nand.counters;
+        self.report_parts(c.bytes_programmed, c.bytes_read, vsl.nand.erase_counts())
+    }
+
+    /// Marks the units `erase_counts` shows worn out as retired, as the
+    /// next attach will (for the status of a device that is not running).
+    pub fn restore_wear(&mut self, erase_counts: &[u32]) {
+        for leb in self.worn(erase_counts) {
+            self.mark_retired(leb);
+        }
+        self.state = self.state.max(self.derive_state());
+    }
+
+    /// The status fields, given the physical bytes programmed and read
+    /// since this instance started and every unit's erase count.
+    pub fn report_parts(&self, programmed: u64, read: u64, erase_counts: &[u32]) -> HealthReport {
+        let programmed = self.base_programmed + programmed;
+        let counts = &erase_counts[..self.usable_lebs as usize];
+        let total = self.retired.len() as u32;
+        let seconds = self.step.at.as_secs_f64();
+        let pct = |x: f64| (x * 1e4).round() / 100.0;
+        HealthReport {
+            state: self.state,
+            throttle: self.throttle_kind(),
+            powered_off: self.powered_off,
+            total_blocks: total,
+            retired_blocks: self.retired_count,
+            healthy_blocks_pct: pct((total - self.retired_count) as f64 / total as f64),
+            reserve_pct: pct(self.reserve_fraction()),
+            rated_endurance_bytes: self.rated_bytes,
+            physical_bytes_written: programmed,
+            physical_bytes_read: self.base_read + read,
+            endurance_remaining_pct: pct(
+                (1.0 - programmed as f64 / self.rated_bytes as f64).max(0.0)
+            ),
+            erase_count_min: counts.iter().copied().min().unwrap_or(0),
+            erase_count_avg: counts.iter().map(|&c| c as f64).sum::<f64>()
+                / counts.len().max(1) as f64,
+            erase_count_max: counts.iter().copied().max().unwrap_or(0),
+            temperature_c: self.thermal.temperature_c(),
+            temperature_max_c: self.thermal.temperature_max_c(),
+            power_w: self.power_w,
+            power_avg_w: if seconds > 0.0 {
+                self.energy_j / seconds
+            } else {
+                self.power_w
+            },
+            power_max_w: self.power_max_w,
+            ambient_c: self.env.ambient_c,
+            airflow_lfm: self.env.airflow_lfm,
+            external_power: self.env.external_power,
+        }
+    }
+}

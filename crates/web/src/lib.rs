@@ -1,0 +1,268 @@
+//! `vsl serve`: the live web dashboard.
+//!
+//! - [`ServeArgs`] / [`run_serve`]: the command (127.0.0.1:8080 by default).
+//! - `history`: a sampler polls `vsl status` (every attached card and
+//!   every running simulation, [`blockdev::manage::status_doc`]) once a
+//!   second and keeps each device's history.
+//! - `chart`: server-rendered SVG charts; `pages`: the HTML. Pages refresh
+//!   their live parts once a second with a few lines of inline script
+//!   (`fetch` of an HTML fragment), so the dashboard works offline.
+//!
+//! Routes: `/` (overview: runs and cards with live bandwidth, IOPS and
+//! latency charts), `/device?store=&member=` (status fields, lifetime,
+//! endurance and temperature history), `/format?store=` (format with a
+//! confirmation), `/reports/` (review reports under `--reports`),
+//! `/api/status` (the `vsl status --json` document).
+
+mod chart;
+mod history;
+mod pages;
+
+use anyhow::{Context, Result};
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::{Form, Router};
+use clap::Args;
+use history::History;
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// `vsl serve`.
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Address to listen on (only this machine by default).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Directory whose review reports (`*/index.html`) are listed and served.
+    #[arg(long, default_value = ".")]
+    pub reports: PathBuf,
+}
+
+pub(crate) struct App {
+    history: Mutex<History>,
+    reports: PathBuf,
+}
+
+type Shared = Arc<App>;
+
+/// An error page with its HTTP status.
+pub(crate) struct WebError(StatusCode, String);
+
+impl IntoResponse for WebError {
+    fn into_response(self) -> Response {
+        (self.0, format!("{}: {}\n", self.0, self.1)).into_response()
+    }
+}
+
+fn bad(msg: impl Into<String>) -> WebError {
+    WebError(StatusCode::BAD_REQUEST, msg.into())
+}
+
+fn not_found(msg: impl Into<String>) -> WebError {
+    WebError(StatusCode::NOT_FOUND, msg.into())
+}
+
+/// Runs the dashboard until the process is killed.
+pub fn run_serve(a: ServeArgs) -> Result<()> {
+    let addr: std::net::SocketAddr = a.listen.parse().with_context(|| {
+        format!(
+            "--listen: '{}' is not an address like 127.0.0.1:8080",
+            a.listen
+        )
+    })?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the server runtime")?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let app = Arc::new(App {
+            history: Mutex::new(History::default()),
+            reports: a.reports,
+        });
+        tokio::spawn(history::sample_forever(app.clone()));
+        let bound = listener.local_addr().context("listening address")?;
+        println!("vsl serve: dashboard on http://{bound}/");
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        axum::serve(listener, router(app)).await.context("serving")
+    })
+}
+
+fn router(app: Shared) -> Router {
+    Router::new()
+        .route("/", get(overview))
+        .route("/fragment/overview", get(overview_fragment))
+        .route("/device", get(device_page))
+        .route("/fragment/device", get(device_fragment))
+        .route("/format", get(format_page).post(format_post))
+        .route("/reports/", get(reports_page))
+        .route("/reports/{*path}", get(report_file))
+        .route("/api/status", get(api_status))
+        .fallback(|| async { not_found("no such page") })
+        .with_state(app)
+}
+
+async fn overview(State(app): State<Shared>) -> Html<String> {
+    let h = app.history.lock().unwrap_or_else(|p| p.into_inner());
+    Html(pages::overview(&h, &pages::reports(&app.reports)))
+}
+
+async fn overview_fragment(State(app): State<Shared>) -> Html<String> {
+    let h = app.history.lock().unwrap_or_else(|p| p.into_inner());
+    Html(pages::overview_body(&h, &pages::reports(&app.reports)))
+}
+
+#[derive(Deserialize)]
+struct DeviceQuery {
+    store: String,
+    member: u32,
+}
+
+fn device_status(q: &DeviceQuery) -> Result<blockdev::manage::DeviceStatus, WebError> {
+    let all = blockdev::manage::device_status(std::path::Path::new(&q.store))
+        .map_err(|e| not_found(format!("{e:#}")))?;
+    all.into_iter()
+        .find(|d| d.member == q.member)
+        .ok_or_else(|| {
+            not_found(format!(
+                "store {} has no ioMemory device {}",
+                q.store, q.member
+            ))
+        })
+}
+
+async fn device_page(
+    State(app): State<Shared>,
+    Query(q): Query<DeviceQuery>,
+) -> Result<Html<String>, WebError> {
+    let d = tokio::task::spawn_blocking(move || device_status(&q).map(|d| (d, q)))
+        .await
+        .map_err(|e| WebError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
+    let h = app.history.lock().unwrap_or_else(|p| p.into_inner());
+    Ok(Html(pages::device(&d.0, &h)))
+}
+
+async fn device_fragment(
+    State(app): State<Shared>,
+    Query(q): Query<DeviceQuery>,
+) -> Result<Html<String>, WebError> {
+    let d = tokio::task::spawn_blocking(move || device_status(&q))
+        .await
+        .map_err(|e| WebError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
+    let h = app.history.lock().unwrap_or_else(|p| p.into_inner());
+    Ok(Html(pages::device_body(&d, &h)))
+}
+
+#[derive(Deserialize)]
+struct StoreQuery {
+    store: String,
+}
+
+async fn format_page(Query(q): Query<StoreQuery>) -> Result<Html<String>, WebError> {
+    let store = q.store.clone();
+    let d = tokio::task::spawn_blocking(move || blockdev::manage::device_status(store.as_ref()))
+        .await
+        .map_err(|e| WebError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(|e| not_found(format!("{e:#}")))?;
+    Ok(Html(pages::format_form(&q.store, &d)))
+}
+
+#[derive(Deserialize)]
+struct FormatForm {
+    store: String,
+    preset: String,
+    #[serde(default)]
+    capacity: String,
+    #[serde(default)]
+    overprovision: String,
+    sector_size: String,
+    /// The store path typed again, as the confirmation.
+    confirm: String,
+}
+
+async fn format_post(Form(f): Form<FormatForm>) -> Result<Html<String>, WebError> {
+    if f.confirm.trim() != f.store {
+        return Err(bad(
+            "not formatted: type the store's path in the confirmation box to format it",
+        ));
+    }
+    let mut args = vec!["format".to_string(), f.store.clone(), "-y".into()];
+    let opt = |name: &str, v: &str| {
+        (!v.trim().is_empty()).then(|| [name.to_string(), v.trim().to_string()])
+    };
+    let choice = opt("--capacity", &f.capacity)
+        .or_else(|| opt("--overprovision", &f.overprovision))
+        .or_else(|| opt("--preset", &f.preset))
+        .ok_or_else(|| bad("choose a preset, a capacity or an over-provisioning"))?;
+    args.extend(choice);
+    args.extend(opt("--sector-size", &f.sector_size).into_iter().flatten());
+    let exe = std::env::current_exe()
+        .map_err(|e| WebError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let out = process_output(exe, args)
+        .await
+        .map_err(|e| WebError(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+    if !out.0 {
+        return Err(WebError(StatusCode::CONFLICT, out.2.trim().to_string()));
+    }
+    Ok(Html(pages::formatted(&f.store, &out.1)))
+}
+
+/// Runs `exe args` off the async threads: (success, stdout, stderr).
+async fn process_output(exe: PathBuf, args: Vec<String>) -> Result<(bool, String, String), String> {
+    tokio::task::spawn_blocking(move || {
+        let out = std::process::Command::new(exe)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| e.to_string())?;
+        Ok((
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ))
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+async fn reports_page(State(app): State<Shared>) -> Html<String> {
+    Html(pages::reports_page(&pages::reports(&app.reports)))
+}
+
+async fn report_file(
+    State(app): State<Shared>,
+    UrlPath(path): UrlPath<String>,
+) -> Result<Response, WebError> {
+    if path
+        .split('/')
+        .any(|c| c == ".." || c.is_empty() && path.len() > 1)
+    {
+        return Err(bad("report paths may not contain '..' or empty components"));
+    }
+    let file = app.reports.join(&path);
+    let bytes = std::fs::read(&file).map_err(|_| not_found(format!("no report file {path}")))?;
+    let kind = match file.extension().and_then(|e| e.to_str()) {
+        Some("html") => "text/html; charset=utf-8",
+        Some("svg") => "image/svg+xml",
+        Some("png") => "image/png",
+        Some("json") => "application/json",
+        Some("csv") => "text/csv",
+        _ => "application/octet-stream",
+    };
+    Ok(([(header::CONTENT_TYPE, kind)], bytes).into_response())
+}
+
+async fn api_status(State(app): State<Shared>) -> Response {
+    let h = app.history.lock().unwrap_or_else(|p| p.into_inner());
+    match &h.doc {
+        Some(doc) => axum::Json(doc.clone()).into_response(),
+        None => WebError(StatusCode::SERVICE_UNAVAILABLE, "no status yet".into()).into_response(),
+    }
+}
