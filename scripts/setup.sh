@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what openvsl needs on a fresh Debian machine (run as root, or with
 # sudo available): a Rust toolchain if missing, and the system tools the
-# tests and benchmarks use (fio, GNU time). Idempotent.
+# tests and benchmarks use (fio, GNU time, sysbench). Idempotent.
 set -euo pipefail
 
 need_apt=()
@@ -16,6 +16,8 @@ command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
 command -v mkfs.ext4 >/dev/null 2>&1 || need_apt+=(e2fsprogs)
 command -v mount >/dev/null 2>&1 || need_apt+=(mount)
 command -v pgbench >/dev/null 2>&1 || need_apt+=(postgresql)
+# bench/attach_model.sh: sysbench fileio on ext4 on the attached card.
+command -v sysbench >/dev/null 2>&1 || need_apt+=(sysbench)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The attached card against the model (issue 13), all measured in this one
+# run, store on the local disk:
+#  1. `vsl attach` of the ioDrive 160 GB SLC (`--scale 0.1`, timing model),
+#     ext4 on its loop device, sysbench fileio (16 KiB, O_DIRECT, 8 GiB of
+#     files, sysbench's default fsync every 100 requests) rndrd and rndwr at
+#     1, 4 and 16 threads;
+#  2. `vsl run` of the same card and pattern in virtual time (16 KiB random,
+#     N threads x QD 1 over 8 GiB, preconditioned);
+#  3. the disk's own sequential write speed with fdatasync (dd), the bound
+#     on any store that makes flushed writes durable on it.
+# Prints per point the attached MiB/s, the model's, and their ratio (target
+# within 15 %), and the daemon's own breakdown of the attached run (its work
+# per I/O, its lateness, flush latency).
+# Needs root, /dev/fuse, loop devices, sysbench, mkfs.ext4.
+# RUNTIME (s) per sysbench point, default 15; SIZE of the files, default 8G;
+# STORE_PARENT, default /var/tmp (must be on the disk under test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+cargo build --release -q -p blockdev -p vsl
+BIN=$CARGO_TARGET_DIR/release/vsl-blockdev
+VSL=$CARGO_TARGET_DIR/release/vsl
+RUNTIME=${RUNTIME:-15}
+SIZE=${SIZE:-8G}
+THREADS=${THREADS:-1 4 16}
+for t in sysbench mkfs.ext4; do
+  command -v $t >/dev/null || { echo "attach_model: $t is missing (run scripts/setup.sh)" >&2; exit 1; }
+done
+work=$(mktemp -d "${STORE_PARENT:-/var/tmp}/openvsl-model.XXXXXX")
+export OPENVSL_RUN_DIR=$work/run
+cleanup() {
+  umount "$work/fs" 2>/dev/null || true
+  "$BIN" detach --all >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+CARD=(--device iodrive-160-slc --scale 0.1)
+
+dd if=/dev/zero of="$work/dd" bs=1M count=1024 conv=fdatasync 2>"$work/dd.log"
+disk_mbs=$(python3 -c 'import re,sys; m=re.search(r"([0-9.]+) ([MG])B/s", open(sys.argv[1]).read()); print(float(m[1])*(1000 if m[2]=="G" else 1))' "$work/dd.log")
+rm -f "$work/dd"
+
+# (Re)attaches the card and mounts its ext4: fresh daemon counters.
+attach_mount() {
+  umount "$work/fs" 2>/dev/null || true
+  "$BIN" detach --all >/dev/null 2>&1 || true
+  dev=$("$BIN" attach --store "$work/store" "${CARD[@]}" --timing model | cut -f1)
+  mkdir -p "$work/fs"
+  mount "$dev" "$work/fs"
+}
+dev=$("$BIN" attach --store "$work/store" "${CARD[@]}" --timing model | cut -f1)
+mkfs.ext4 -q -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "$dev"
+mkdir -p "$work/fs"
+mount "$dev" "$work/fs"
+SB=(sysbench fileio --file-total-size="$SIZE" --file-block-size=16384 --file-extra-flags=direct)
+(cd "$work/fs" && "${SB[@]}" prepare >/dev/null && sync)
+
+# sysbench MODE THREADS -> "MiB/s p95_ms" on stdout
+runsb() {
+  (cd "$work/fs" && "${SB[@]}" --file-test-mode="$1" --threads="$2" --time="$RUNTIME" \
+    --percentile=95 run) | python3 -c '
+import re,sys
+t=sys.stdin.read()
+r=float(re.search(r"read, MiB/s:\s+([0-9.]+)", t).group(1))
+w=float(re.search(r"written, MiB/s:\s+([0-9.]+)", t).group(1))
+p=float(re.search(r"95th percentile:\s+([0-9.]+)", t).group(1))
+print(r+w, p)'
+}
+# vsl run RW THREADS -> MiB/s
+runmodel() {
+  "$VSL" run "${CARD[@]}" --rw "$1" --bs 16k --threads "$2" --qd 1 --size "$SIZE" \
+    --precondition --duration 10s --json "$work/model.json" >/dev/null 2>&1
+  python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]; print(s["iops"]*16384/2**20)' "$work/model.json"
+}
+status_json() { "$BIN" status --json; }
+breakdown() {
+  python3 -c '
+import json,sys
+m=json.loads(sys.argv[1])[0]["members"][0]
+f=lambda k: m.get(k) or {}
+print("    daemon: service p50 %.1f us p99 %.1f us | late p50 %.1f us p99 %.1f us | flushes %d, flush p50 %.2f ms p99 %.2f ms" % (
+  f("service_latency").get("p50_us",0), f("service_latency").get("p99_us",0),
+  f("emulator_late").get("p50_us",0), f("emulator_late").get("p99_us",0),
+  m["flushes"], f("flush_latency").get("p50_us",0)/1e3, f("flush_latency").get("p99_us",0)/1e3))' "$1"
+}
+
+results=()
+for mode in rndrd rndwr; do
+  rw=randread; [ $mode = rndwr ] && rw=randwrite
+  for t in $THREADS; do
+    attach_mount
+    read -r mbs p95 <<<"$(runsb $mode "$t")"
+    st=$(status_json)
+    model=$(runmodel $rw "$t")
+    ratio=$(python3 -c "print(round($mbs/$model, 2))")
+    ok=$(python3 -c "print('ok' if abs($mbs/$model-1) <= 0.15 else 'MISSED')")
+    line=$(printf "%-6s %2d threads: attached %7.1f MiB/s (p95 %6.2f ms)  model %7.1f MiB/s  ratio %4s  %s" \
+      $mode "$t" "$mbs" "$p95" "$model" "$ratio" "$ok")
+    echo "$line"
+    breakdown "$st"
+    results+=("$line")
+  done
+done
+umount "$work/fs"
+"$BIN" detach --all >/dev/null
+echo
+echo "sysbench fileio 16 KiB O_DIRECT on ext4 on the attached iodrive-160-slc (--scale 0.1, timing model, store on disk), vs vsl run in virtual time, same run:"
+printf '  %s\n' "${results[@]}"
+echo "  the disk's sequential write speed with fdatasync, same run: $disk_mbs MB/s"
