@@ -578,6 +578,9 @@ impl Daemon {
             std::thread::sleep(Duration::from_millis(10));
         }
         for e in &self.engines {
+            if let Err(err) = e.save_counters() {
+                eprintln!("vsl: saving the counters of ioMemory device {}: {err}", e.member);
+            }
             if let Err(err) = e.flush() {
                 eprintln!("vsl: flushing ioMemory device {}: {err}", e.member);
             }

@@ -277,10 +277,16 @@ impl Completion {
 
 /// Flushes in flight, so that concurrent ones share one store sync (group
 /// commit): a flush waits for the first sync that starts after it arrived.
+/// A flush with nothing stored since the last sync began returns at once
+/// (a journalling filesystem sends flushes in pairs around its commit
+/// block).
 #[derive(Default)]
 struct SyncGate {
     state: Mutex<SyncState>,
     done: std::sync::Condvar,
+    /// Store changes (host writes, GC copies, erases, trims) so far,
+    /// counted once they are in the store.
+    changes: AtomicU64,
 }
 
 impl SyncGate {
@@ -288,6 +294,9 @@ impl SyncGate {
     /// has finished (running it here if none is running), with its result.
     fn run(&self, sync: impl FnOnce() -> Result<(), EngineError>) -> Result<(), EngineError> {
         let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if self.changes.load(Ordering::SeqCst) <= g.clean {
+            return Ok(());
+        }
         // A sync running now may have missed this caller's writes.
         let want = g.started + 1;
         loop {
@@ -301,6 +310,7 @@ impl SyncGate {
                 g.running = true;
                 g.started += 1;
                 let n = g.started;
+                let covers = self.changes.load(Ordering::SeqCst);
                 drop(g);
                 let r = sync();
                 g = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -308,6 +318,8 @@ impl SyncGate {
                 g.finished = n;
                 if r.is_err() {
                     g.failed = n;
+                } else {
+                    g.clean = g.clean.max(covers);
                 }
                 self.done.notify_all();
                 return r;
@@ -325,6 +337,8 @@ struct SyncState {
     running: bool,
     /// The latest sync that failed.
     failed: u64,
+    /// [`SyncGate::changes`] when the latest successful sync began.
+    clean: u64,
 }
 
 impl Engine {
@@ -435,6 +449,7 @@ impl Engine {
         }
         self.store.copy_data(run.from, run.to, n)?;
         self.store.write_oob(run.to, &run.records)?;
+        self.changed();
         run.records.clear();
         Ok(())
     }
@@ -445,6 +460,7 @@ impl Engine {
         self.settle(leb as usize);
         wait_unpinned(&self.read_pins[leb as usize]);
         self.store.erase(leb)?;
+        self.changed();
         Ok(())
     }
 
@@ -471,6 +487,7 @@ impl Engine {
                         let at = (l - start) as usize * sector;
                         self.store.write_data(to, &data[at..at + sector])?;
                         self.store.write_oob(to, &[(lba, seq)])?;
+                        self.changed();
                     } else if !moves.extend(from, to, lba, seq) {
                         self.copy_run(&mut moves)?;
                         moves.extend(from, to, lba, seq);
@@ -517,6 +534,7 @@ impl Engine {
         });
         unpin(&self.pins, &pinned);
         stored?;
+        self.changed();
         self.counters.writes.fetch_add(1, Relaxed);
         self.counters
             .bytes_written
@@ -590,6 +608,7 @@ impl Engine {
         let floor = inner.card.members[0].vsl.stats().host_sectors_written;
         self.store
             .trim(first / self.sector, (end - first) / self.sector, floor)?;
+        self.changed();
         drop(g);
         self.counters.trims.fetch_add(1, Relaxed);
         Ok(done)
@@ -601,10 +620,17 @@ impl Engine {
     /// Concurrent flushes share one sync: each waits for the first sync
     /// that started after it arrived, and the first to find none running
     /// runs it for all of them.
+    ///
+    /// The erase counts and lifetime counters are not part of it: they are
+    /// saved every second and on detach ([`Engine::save_counters`]).
     pub fn flush(&self) -> Result<(), EngineError> {
         self.counters.flushes.fetch_add(1, Relaxed);
-        self.flushes
-            .run(|| self.save_counters().and_then(|()| Ok(self.store.sync()?)))
+        self.flushes.run(|| Ok(self.store.sync()?))
+    }
+
+    /// Counts a change now in the store (a flush after it syncs).
+    fn changed(&self) {
+        self.flushes.changes.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Saves the erase counts and the lifetime counters to the store (the
@@ -618,6 +644,8 @@ impl Engine {
         debug_assert_eq!(wear.len(), self.lebs as usize);
         self.store.save_wear(&wear)?;
         self.store.save_lifetime(&self.lifetime())?;
+        // The next flush syncs the wear.
+        self.changed();
         Ok(())
     }
 
@@ -730,6 +758,7 @@ mod tests {
     #[test]
     fn concurrent_flushes_share_one_sync() {
         let gate = Arc::new(SyncGate::default());
+        gate.changes.store(1, Ordering::SeqCst);
         let syncs = Arc::new(AtomicU32::new(0));
         let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
         // The first sync runs until told to finish.
@@ -771,6 +800,24 @@ mod tests {
             2,
             "the eight flushes did not share one sync"
         );
+    }
+
+    /// A flush with nothing stored since the last successful sync began
+    /// syncs nothing; one after a change does.
+    #[test]
+    fn a_flush_with_nothing_new_skips_the_sync() {
+        let gate = SyncGate::default();
+        let syncs = AtomicU32::new(0);
+        let count = || {
+            syncs.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        };
+        gate.run(count).unwrap();
+        assert_eq!(syncs.load(Ordering::SeqCst), 0, "synced with nothing stored");
+        gate.changes.fetch_add(1, Ordering::SeqCst);
+        gate.run(count).unwrap();
+        gate.run(count).unwrap();
+        assert_eq!(syncs.load(Ordering::SeqCst), 1, "one change, not one sync");
     }
 
     #[test]
