@@ -8,7 +8,9 @@
 #  2. `vsl run` of the same card and pattern in virtual time (16 KiB random,
 #     N threads x QD 1 over 8 GiB, preconditioned);
 #  3. the disk's own sequential write speed with fdatasync (dd), the bound
-#     on any store that makes flushed writes durable on it.
+#     on any store that makes flushed writes durable on it;
+#  4. --timing none: fio 4 KiB random read / write, 4 jobs x QD 32, on the
+#     attached card and on a plain file on the same disk.
 # Prints per point the attached MiB/s, the model's, and their ratio (target
 # within 15 %), and the daemon's own breakdown of the attached run (its work
 # per I/O, its lateness, flush latency).
@@ -49,6 +51,26 @@ attach_mount() {
   mkdir -p "$work/fs"
   mount "$dev" "$work/fs"
 }
+# --timing none, store on disk: fio 4 KiB random, 4 jobs x QD 32, on the
+# loop device and on a plain file on the same disk.
+fio4k() {
+  fio --name=speed --filename="$1" --rw="$2" --bs=4k --direct=1 --ioengine=libaio --numjobs=4 \
+    --iodepth=32 --group_reporting --time_based --runtime=10 --size=1g --randrepeat=0 \
+    --output-format=json 2>/dev/null |
+    python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; print(round(j["read"]["iops"]+j["write"]["iops"]))'
+}
+dev=$("$BIN" attach --store "$work/nstore" "${CARD[@]}" --timing none | cut -f1)
+fio --name=fill --filename="$dev" --rw=write --bs=1m --direct=1 --size=1g --ioengine=libaio \
+  --iodepth=8 --output-format=terse >/dev/null
+none_r=$(fio4k "$dev" randread); none_w=$(fio4k "$dev" randwrite)
+"$BIN" detach --all >/dev/null
+rm -rf "$work/nstore"
+fio --name=fill --filename="$work/plain" --rw=write --bs=1m --direct=1 --size=1g --output-format=terse >/dev/null
+plain_r=$(fio4k "$work/plain" randread); plain_w=$(fio4k "$work/plain" randwrite)
+rm -f "$work/plain"
+none_line=$(python3 -c "r,w,pr,pw=$none_r,$none_w,$plain_r,$plain_w; print(f'timing none, 4 KiB random, 4 jobs x QD 32, store on disk: read {r/1e3:.1f} K IOPS (target >= 150 K), write {w/1e3:.1f} K IOPS (target >= 100 K); plain file on the same disk: read {pr/1e3:.1f} K, write {pw/1e3:.1f} K; ratios {r/pr:.2f} / {w/pw:.2f}')")
+echo "$none_line"
+
 dev=$("$BIN" attach --store "$work/store" "${CARD[@]}" --timing model | cut -f1)
 mkfs.ext4 -q -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "$dev"
 mkdir -p "$work/fs"
@@ -111,3 +133,4 @@ echo
 echo "sysbench fileio 16 KiB O_DIRECT on ext4 on the attached iodrive-160-slc (--scale 0.1, timing model, store on disk), vs vsl run in virtual time, same run:"
 printf '  %s\n' "${results[@]}"
 echo "  the disk's sequential write speed with fdatasync, same run: $disk_mbs MB/s"
+echo "$none_line"
