@@ -4,7 +4,7 @@
 #  1. `vsl attach` of the ioDrive 160 GB SLC (`--scale 0.1`, timing model),
 #     ext4 on its loop device, sysbench fileio (16 KiB, O_DIRECT, 8 GiB of
 #     files, sysbench's default fsync every 100 requests) rndrd and rndwr at
-#     1, 4 and 16 threads;
+#     1, 4 and 16 threads (no fsyncs: FSYNC_FREQ, default 0);
 #  2. `vsl run` of the same card and pattern in virtual time (16 KiB random,
 #     N threads x QD 1 over 8 GiB, preconditioned);
 #  3. the disk's own sequential write speed with fdatasync (dd), the bound
@@ -79,7 +79,11 @@ SB=(sysbench fileio --file-total-size="$SIZE" --file-block-size=16384)
 # The files are written through the page cache (O_DIRECT extending writes
 # on ext4 go one 16 KiB request at a time), then run with O_DIRECT.
 (cd "$work/fs" && "${SB[@]}" prepare >/dev/null && sync)
-SB+=(--file-extra-flags=direct)
+# FSYNC_FREQ 0 (default): no fsyncs, the pattern `vsl run` models. sysbench's
+# own default, 100, fsyncs every file (128 of them) after each 100 requests
+# of a thread: 1.28 fsyncs per write, each an ext4 journal commit and store
+# sync that the random-write model does not have.
+SB+=(--file-extra-flags=direct --file-fsync-freq="${FSYNC_FREQ:-0}")
 
 # sysbench MODE THREADS -> "MiB/s p95_ms" on stdout
 runsb() {
@@ -130,7 +134,7 @@ done
 umount "$work/fs"
 "$BIN" detach --all >/dev/null
 echo
-echo "sysbench fileio 16 KiB O_DIRECT on ext4 on the attached iodrive-160-slc (--scale 0.1, timing model, store on disk), vs vsl run in virtual time, same run:"
+echo "sysbench fileio 16 KiB O_DIRECT (fsync freq ${FSYNC_FREQ:-0}) on ext4 on the attached iodrive-160-slc (--scale 0.1, timing model, store on disk), vs vsl run in virtual time, same run:"
 printf '  %s\n' "${results[@]}"
 echo "  the disk's sequential write speed with fdatasync, same run: $disk_mbs MB/s"
 echo "$none_line"
