@@ -813,7 +813,11 @@ mod tests {
             Ok(())
         };
         gate.run(count).unwrap();
-        assert_eq!(syncs.load(Ordering::SeqCst), 0, "synced with nothing stored");
+        assert_eq!(
+            syncs.load(Ordering::SeqCst),
+            0,
+            "synced with nothing stored"
+        );
         gate.changes.fetch_add(1, Ordering::SeqCst);
         gate.run(count).unwrap();
         gate.run(count).unwrap();

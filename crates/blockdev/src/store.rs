@@ -28,13 +28,13 @@
 //! through the mapping is a SIGBUS: the daemon dies, and, being power-cut
 //! safe, loses no acknowledged write.)
 
-use std::sync::atomic::Ordering::SeqCst;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::SeqCst;
 
 /// Bumped whenever the layout of any store file changes.
 pub const STORE_VERSION: u32 = 1;
@@ -659,7 +659,10 @@ impl MemberStore {
         self.data.sync_data().map_err(|e| self.err(e))?;
         // msync(MS_SYNC) writes the mapping's dirty pages and syncs the file.
         self.oob_map.flush().map_err(|e| self.err(e))?;
-        for (f, dirty) in [(&self.trim, &self.trim_dirty), (&self.wear, &self.wear_dirty)] {
+        for (f, dirty) in [
+            (&self.trim, &self.trim_dirty),
+            (&self.wear, &self.wear_dirty),
+        ] {
             if dirty.swap(false, SeqCst) {
                 if let Err(e) = f.sync_data() {
                     dirty.store(true, SeqCst);
