@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what openvsl needs on a fresh Debian machine (run as root, or with
 # sudo available): a Rust toolchain if missing, and the system tools the
-# tests and benchmarks use (fio, GNU time). Idempotent.
+# tests and benchmarks use (fio, GNU time, sysbench). Idempotent.
 set -euo pipefail
 
 need_apt=()
@@ -18,6 +18,8 @@ command -v mount >/dev/null 2>&1 || need_apt+=(mount)
 command -v pgbench >/dev/null 2>&1 || need_apt+=(postgresql)
 # vsl serve's browser test (crates/web): headless Chromium driven over CDP.
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+# bench/attach_model.sh: sysbench fileio on ext4 on the attached card.
+command -v sysbench >/dev/null 2>&1 || need_apt+=(sysbench)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""

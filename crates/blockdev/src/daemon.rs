@@ -392,6 +392,17 @@ fn losetup_detach(dev: &str) -> Result<()> {
     Ok(())
 }
 
+/// Saves a device's erase counts and lifetime counters, or says in the
+/// daemon's log why it could not.
+fn save_counters(e: &Engine) {
+    if let Err(err) = e.save_counters() {
+        eprintln!(
+            "vsl: saving the counters of ioMemory device {}: {err}",
+            e.member
+        );
+    }
+}
+
 /// A running attachment: mounted, looped, serving.
 pub struct Daemon {
     state: AttachState,
@@ -498,14 +509,7 @@ impl Daemon {
         while !STOP.load(Ordering::SeqCst) {
             if Instant::now() >= next_sample {
                 sampler.sample(&self.engines);
-                for e in &self.engines {
-                    if let Err(err) = e.save_counters() {
-                        eprintln!(
-                            "vsl: saving the counters of ioMemory device {}: {err}",
-                            e.member
-                        );
-                    }
-                }
+                self.engines.iter().for_each(|e| save_counters(e));
                 next_sample += Duration::from_secs(1);
             }
             match self.listener.accept() {
@@ -578,6 +582,7 @@ impl Daemon {
             std::thread::sleep(Duration::from_millis(10));
         }
         for e in &self.engines {
+            save_counters(e);
             if let Err(err) = e.flush() {
                 eprintln!("vsl: flushing ioMemory device {}: {err}", e.member);
             }

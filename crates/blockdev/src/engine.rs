@@ -47,6 +47,8 @@ pub enum EngineError {
     Store(#[from] StoreError),
     #[error("recovery: {0}")]
     Recovery(#[from] ftl::FtlError),
+    #[error("flush: the store sync this flush shared with others failed (see the first error)")]
+    SyncFailed,
 }
 
 impl EngineError {
@@ -71,11 +73,21 @@ pub struct Counters {
     pub bytes_read: AtomicU64,
     pub bytes_written: AtomicU64,
     pub errors: AtomicU64,
-    /// Sum over I/Os of wall completion minus model completion, ns (how
-    /// late the emulator delivers), and the I/Os it covers.
+    /// Sum over I/Os of the wall answer minus the time the model says to
+    /// answer ([`Completion::ack_at`]), ns (how late the emulator
+    /// delivers), and the I/Os it covers.
     pub late_ns_total: AtomicU64,
     pub late_count: AtomicU64,
     pub latency: Mutex<Latency>,
+}
+
+impl Counters {
+    /// Records one flush that took `d` on the wall.
+    pub fn record_flush(&self, d: Duration) {
+        let ns = (d.as_nanos() as u64).clamp(1_000, 3_600_000_000_000);
+        let mut l = self.latency.lock().unwrap_or_else(|p| p.into_inner());
+        l.flush.saturating_record(ns);
+    }
 }
 
 /// Wall latencies (receipt to acknowledgement), ns: since attach and since
@@ -88,8 +100,13 @@ pub struct Latency {
     /// The model's own latency (its completion minus submission).
     pub model_read: Histogram<u64>,
     pub model_write: Histogram<u64>,
-    /// Acknowledgement minus the model's completion: the emulator's lateness.
+    /// Acknowledgement minus [`Completion::ack_at`]: the emulator's lateness.
     pub late: Histogram<u64>,
+    /// Receipt to the engine's return (model, store I/O, lock waits): the
+    /// daemon's own work per I/O, before any wait for the model.
+    pub service: Histogram<u64>,
+    /// Flush (fsync) receipt to answer, store sync included.
+    pub flush: Histogram<u64>,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -106,22 +123,33 @@ impl Default for Latency {
             model_read: histogram(),
             model_write: histogram(),
             late: histogram(),
+            service: histogram(),
+            flush: histogram(),
         }
     }
 }
 
 impl Counters {
     /// Records one acknowledged I/O: `received` to `acked` on the wall,
-    /// `model` the model's completion.
-    pub fn record(&self, write: bool, received: Instant, acked: Instant, done: Completion) {
+    /// the engine done with it at `served`, `done` the model's completion.
+    pub fn record(
+        &self,
+        write: bool,
+        received: Instant,
+        served: Instant,
+        acked: Instant,
+        done: Completion,
+    ) {
+        let service = served.saturating_duration_since(received).as_nanos() as u64;
         let ns = acked.saturating_duration_since(received).as_nanos() as u64;
-        let late = acked.saturating_duration_since(done.at).as_nanos() as u64;
+        let late = acked.saturating_duration_since(done.ack_at()).as_nanos() as u64;
         let model = done.at.saturating_duration_since(done.submitted).as_nanos() as u64;
         self.late_ns_total.fetch_add(late, Relaxed);
         self.late_count.fetch_add(1, Relaxed);
         let mut l = self.latency.lock().unwrap_or_else(|p| p.into_inner());
         let clamp = |v: u64| v.clamp(1_000, 3_600_000_000_000);
         l.late.saturating_record(clamp(late));
+        l.service.saturating_record(clamp(service));
         if write {
             l.write_total.saturating_record(clamp(ns));
             l.write_interval.saturating_record(clamp(ns));
@@ -214,6 +242,10 @@ pub struct Engine {
     /// One saver of the counters at a time (flushes come from several
     /// FUSE threads and the daemon's sampler).
     saving: Mutex<()>,
+    flushes: SyncGate,
+    /// The model's host software cost of a read and of a write.
+    host_read: Duration,
+    host_write: Duration,
     attached: Instant,
 }
 
@@ -224,6 +256,90 @@ pub struct Completion {
     pub at: Instant,
     /// Wall time the model was handed the I/O.
     pub submitted: Instant,
+    /// The model's host VSL software cost of this I/O. On a real host that
+    /// time is spent by the host's own I/O path, here the kernel's block
+    /// layer, loop and FUSE, so the answer goes out that much earlier
+    /// ([`Completion::ack_at`]).
+    pub host: Duration,
+}
+
+impl Completion {
+    /// When the daemon answers: the model's completion less the host
+    /// software cost that the real kernel path around the daemon already
+    /// spends (before the request reaches it and after the answer leaves),
+    /// never before the I/O reached the model.
+    pub fn ack_at(&self) -> Instant {
+        self.at
+            .checked_sub(self.host)
+            .unwrap_or(self.at)
+            .max(self.submitted)
+    }
+}
+
+/// Flushes in flight, so that concurrent ones share one store sync (group
+/// commit): a flush waits for the first sync that starts after it arrived.
+/// A flush with nothing stored since the last sync began returns at once
+/// (a journalling filesystem sends flushes in pairs around its commit
+/// block).
+#[derive(Default)]
+struct SyncGate {
+    state: Mutex<SyncState>,
+    done: std::sync::Condvar,
+    /// Store changes (host writes, GC copies, erases, trims) so far,
+    /// counted once they are in the store.
+    changes: AtomicU64,
+}
+
+impl SyncGate {
+    /// Returns once a run of `sync` that started after this call began
+    /// has finished (running it here if none is running), with its result.
+    fn run(&self, sync: impl FnOnce() -> Result<(), EngineError>) -> Result<(), EngineError> {
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if self.changes.load(Ordering::SeqCst) <= g.clean {
+            return Ok(());
+        }
+        // A sync running now may have missed this caller's writes.
+        let want = g.started + 1;
+        loop {
+            if g.finished >= want {
+                if g.failed >= want {
+                    return Err(EngineError::SyncFailed);
+                }
+                return Ok(());
+            }
+            if !g.running {
+                g.running = true;
+                g.started += 1;
+                let n = g.started;
+                let covers = self.changes.load(Ordering::SeqCst);
+                drop(g);
+                let r = sync();
+                g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                g.running = false;
+                g.finished = n;
+                if r.is_err() {
+                    g.failed = n;
+                } else {
+                    g.clean = g.clean.max(covers);
+                }
+                self.done.notify_all();
+                return r;
+            }
+            g = self.done.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+#[derive(Default)]
+struct SyncState {
+    /// Syncs started (the number of the latest) and finished.
+    started: u64,
+    finished: u64,
+    running: bool,
+    /// The latest sync that failed.
+    failed: u64,
+    /// [`SyncGate::changes`] when the latest successful sync began.
+    clean: u64,
 }
 
 impl Engine {
@@ -257,7 +373,11 @@ impl Engine {
             life_base.temperature_max_c,
         );
         let member = store.member;
+        let preset = card.config.preset;
         Ok(Engine {
+            host_read: Duration::from_nanos(preset.host_read_ns),
+            host_write: Duration::from_nanos(preset.host_write_ns),
+            flushes: SyncGate::default(),
             sector: card.sector_bytes() as u64,
             capacity: card.capacity_bytes(),
             inner: Mutex::new(Inner {
@@ -306,6 +426,10 @@ impl Engine {
         Ok(Completion {
             at: self.epoch + Duration::from_nanos(done.0),
             submitted: self.epoch + Duration::from_nanos(now.0),
+            host: match kind {
+                IoKind::Read => self.host_read,
+                IoKind::Write | IoKind::Trim => self.host_write,
+            },
         })
     }
 
@@ -331,6 +455,7 @@ impl Engine {
         }
         self.store.copy_data(run.from, run.to, n)?;
         self.store.write_oob(run.to, &run.records)?;
+        self.changed();
         run.records.clear();
         Ok(())
     }
@@ -341,6 +466,7 @@ impl Engine {
         self.settle(leb as usize);
         wait_unpinned(&self.read_pins[leb as usize]);
         self.store.erase(leb)?;
+        self.changed();
         Ok(())
     }
 
@@ -367,6 +493,7 @@ impl Engine {
                         let at = (l - start) as usize * sector;
                         self.store.write_data(to, &data[at..at + sector])?;
                         self.store.write_oob(to, &[(lba, seq)])?;
+                        self.changed();
                     } else if !moves.extend(from, to, lba, seq) {
                         self.copy_run(&mut moves)?;
                         moves.extend(from, to, lba, seq);
@@ -413,6 +540,7 @@ impl Engine {
         });
         unpin(&self.pins, &pinned);
         stored?;
+        self.changed();
         self.counters.writes.fetch_add(1, Relaxed);
         self.counters
             .bytes_written
@@ -479,12 +607,14 @@ impl Engine {
             return Ok(Completion {
                 at: now,
                 submitted: now,
+                host: Duration::ZERO,
             });
         }
         let done = self.submit(inner, IoKind::Trim, first, end - first)?;
         let floor = inner.card.members[0].vsl.stats().host_sectors_written;
         self.store
             .trim(first / self.sector, (end - first) / self.sector, floor)?;
+        self.changed();
         drop(g);
         self.counters.trims.fetch_add(1, Relaxed);
         Ok(done)
@@ -493,11 +623,20 @@ impl Engine {
     /// Flush / FUA: makes every acknowledged write durable against host
     /// power loss too. The card itself acknowledges from a power-cut
     /// protected buffer, so the model charges no time for it.
+    /// Concurrent flushes share one sync: each waits for the first sync
+    /// that started after it arrived, and the first to find none running
+    /// runs it for all of them.
+    ///
+    /// The erase counts and lifetime counters are not part of it: they are
+    /// saved every second and on detach ([`Engine::save_counters`]).
     pub fn flush(&self) -> Result<(), EngineError> {
         self.counters.flushes.fetch_add(1, Relaxed);
-        self.save_counters()?;
-        self.store.sync()?;
-        Ok(())
+        self.flushes.run(|| Ok(self.store.sync()?))
+    }
+
+    /// Counts a change now in the store (a flush after it syncs).
+    fn changed(&self) {
+        self.flushes.changes.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Saves the erase counts and the lifetime counters to the store (the
@@ -511,6 +650,8 @@ impl Engine {
         debug_assert_eq!(wear.len(), self.lebs as usize);
         self.store.save_wear(&wear)?;
         self.store.save_lifetime(&self.lifetime())?;
+        // The next flush syncs the wear.
+        self.changed();
         Ok(())
     }
 
@@ -546,7 +687,7 @@ impl Engine {
     /// How long to wait before acknowledging an I/O that completes at `c`.
     pub fn wait_for(&self, c: Completion) -> Option<Instant> {
         match self.timing {
-            Timing::Model => Some(c.at),
+            Timing::Model => Some(c.ack_at()),
             Timing::None => None,
         }
     }
@@ -625,6 +766,77 @@ mod tests {
     fn still_waiting(done: &AtomicBool) -> bool {
         std::thread::sleep(Duration::from_millis(200));
         !done.load(Ordering::SeqCst)
+    }
+
+    /// Flushes arriving while a sync runs share the next one, and all of
+    /// them see its failure.
+    #[test]
+    fn concurrent_flushes_share_one_sync() {
+        let gate = Arc::new(SyncGate::default());
+        gate.changes.store(1, Ordering::SeqCst);
+        let syncs = Arc::new(AtomicU32::new(0));
+        let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
+        // The first sync runs until told to finish.
+        let (g, s) = (gate.clone(), syncs.clone());
+        let first = std::thread::spawn(move || {
+            g.run(|| {
+                s.fetch_add(1, Ordering::SeqCst);
+                hold_rx.recv().unwrap();
+                Ok(())
+            })
+        });
+        while syncs.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        let waiters: Vec<_> = (0..8)
+            .map(|_| {
+                let (g, s) = (gate.clone(), syncs.clone());
+                std::thread::spawn(move || {
+                    g.run(|| {
+                        s.fetch_add(1, Ordering::SeqCst);
+                        Err(EngineError::SyncFailed)
+                    })
+                })
+            })
+            .collect();
+        // Let the eight queue up behind the running sync, then release it.
+        std::thread::sleep(Duration::from_millis(500));
+        assert_eq!(syncs.load(Ordering::SeqCst), 1, "a sync ran beside another");
+        hold_tx.send(()).unwrap();
+        assert!(first.join().unwrap().is_ok());
+        for w in waiters {
+            assert!(
+                w.join().unwrap().is_err(),
+                "a flush missed its sync's failure"
+            );
+        }
+        assert_eq!(
+            syncs.load(Ordering::SeqCst),
+            2,
+            "the eight flushes did not share one sync"
+        );
+    }
+
+    /// A flush with nothing stored since the last successful sync began
+    /// syncs nothing; one after a change does.
+    #[test]
+    fn a_flush_with_nothing_new_skips_the_sync() {
+        let gate = SyncGate::default();
+        let syncs = AtomicU32::new(0);
+        let count = || {
+            syncs.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        };
+        gate.run(count).unwrap();
+        assert_eq!(
+            syncs.load(Ordering::SeqCst),
+            0,
+            "synced with nothing stored"
+        );
+        gate.changes.fetch_add(1, Ordering::SeqCst);
+        gate.run(count).unwrap();
+        gate.run(count).unwrap();
+        assert_eq!(syncs.load(Ordering::SeqCst), 1, "one change, not one sync");
     }
 
     #[test]

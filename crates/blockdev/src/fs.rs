@@ -85,13 +85,14 @@ impl CardFs {
         answer: impl FnOnce(Result<(), Errno>) + Send + 'static,
     ) {
         let busy = self.busy.clone();
+        let served = Instant::now();
         match result {
             Ok(done) => {
                 let wait = e.wait_for(done);
                 let ack: crate::timer::Ack = Box::new(move |now| {
                     answer(Ok(()));
                     busy.fetch_sub(1, Ordering::AcqRel);
-                    e.counters.record(is_write, received, now, done);
+                    e.counters.record(is_write, received, served, now, done);
                 });
                 match wait {
                     Some(at)
@@ -316,7 +317,10 @@ impl Filesystem for CardFs {
         let Some(e) = self.engine(ino) else {
             return reply.error(Errno::ENOENT);
         };
-        match e.flush() {
+        let received = Instant::now();
+        let r = e.flush();
+        e.counters.record_flush(received.elapsed());
+        match r {
             Ok(()) => reply.ok(),
             Err(err) => {
                 let n = e

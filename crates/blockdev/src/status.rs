@@ -85,8 +85,9 @@ pub struct MemberStatus {
     pub lifetime_write_amplification: f64,
     pub read_latency: Percentiles,
     pub write_latency: Percentiles,
-    /// Mean of (wall acknowledgement − model completion): what the
-    /// emulator adds on top of the model's latency, inside the daemon.
+    /// Mean of (wall acknowledgement − the time the model says to answer,
+    /// its completion less the host software cost the kernel path spends):
+    /// what the emulator adds, inside the daemon.
     pub emulator_late_us_mean: f64,
     pub emulator_late: Percentiles,
     /// The model's own latency of the I/Os served (completion − submission).
@@ -96,6 +97,12 @@ pub struct MemberStatus {
     /// earlier versions).
     #[serde(default)]
     pub health: Option<device::HealthReport>,
+    /// The daemon's own work per I/O (receipt to the engine's return) and
+    /// flush latency (store sync included).
+    #[serde(default)]
+    pub service_latency: Percentiles,
+    #[serde(default)]
+    pub flush_latency: Percentiles,
 }
 
 /// What `status` returns.
@@ -194,7 +201,7 @@ impl Sampler {
                 let c = &e.counters;
                 let host = f.host_sectors_written - self.base_host[i];
                 let moved = f.gc_sectors_moved - self.base_moved[i];
-                let (rl, wl, late, mr, mw) = {
+                let (rl, wl, late, mr, mw, sv, fl) = {
                     let l = c.latency.lock().unwrap_or_else(|p| p.into_inner());
                     (
                         Percentiles::of(&l.read_total),
@@ -202,6 +209,8 @@ impl Sampler {
                         Percentiles::of(&l.late),
                         Percentiles::of(&l.model_read),
                         Percentiles::of(&l.model_write),
+                        Percentiles::of(&l.service),
+                        Percentiles::of(&l.flush),
                     )
                 };
                 let late_n = c.late_count.load(Relaxed).max(1);
@@ -252,6 +261,8 @@ impl Sampler {
                     model_read_latency: mr,
                     model_write_latency: mw,
                     health: Some(e.health()),
+                    service_latency: sv,
+                    flush_latency: fl,
                 }
             })
             .collect();

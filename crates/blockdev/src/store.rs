@@ -10,7 +10,7 @@
 //! | `member<N>.data` | `physical_slots × sector` bytes (allocated in full at attach): slot `psa` at `psa × sector` |
 //! | `member<N>.oob` | 16 bytes per slot: logical sector (u32), check (u32), sequence (u64); all zero = erased |
 //! | `member<N>.trim` | 8 bytes per logical sector: host sectors written when it was last trimmed |
-//! | `member<N>.wear` | 4 bytes per erase unit: erase count (saved every second, on flush and on detach) |
+//! | `member<N>.wear` | 4 bytes per erase unit: erase count (saved every second and on detach, synced by the next flush) |
 //! | `member<N>.life.json` | [`Lifetime`] counters (saved with the wear; absent in new stores) |
 //!
 //! Every write to the data file happens before the out-of-band record that
@@ -34,6 +34,7 @@ use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::SeqCst;
 
 /// Bumped whenever the layout of any store file changes.
 pub const STORE_VERSION: u32 = 1;
@@ -351,6 +352,9 @@ pub struct MemberStore {
     data_map: memmap2::MmapRaw,
     trim: File,
     wear: File,
+    /// `trim` / `wear` written since the last [`MemberStore::sync`] began.
+    trim_dirty: std::sync::atomic::AtomicBool,
+    wear_dirty: std::sync::atomic::AtomicBool,
     sector: u64,
     spl: u64,
     data_path: PathBuf,
@@ -422,6 +426,8 @@ impl MemberStore {
             oob_map,
             trim: open_sized(&p("trim"), h.user_sectors * 8, new)?,
             wear: open_sized(&p("wear"), h.lebs as u64 * 4, new)?,
+            trim_dirty: Default::default(),
+            wear_dirty: Default::default(),
             sector: h.sector_bytes as u64,
             spl: h.slots_per_leb as u64,
             data_path,
@@ -567,6 +573,7 @@ impl MemberStore {
                 .map_err(|e| self.err(e))?;
             at += n;
         }
+        self.trim_dirty.store(true, SeqCst);
         Ok(())
     }
 
@@ -637,15 +644,31 @@ impl MemberStore {
 
     pub fn save_wear(&self, counts: &[u32]) -> Result<(), StoreError> {
         let buf: Vec<u8> = counts.iter().flat_map(|c| c.to_le_bytes()).collect();
-        self.wear.write_all_at(&buf, 0).map_err(|e| self.err(e))
+        self.wear.write_all_at(&buf, 0).map_err(|e| self.err(e))?;
+        self.wear_dirty.store(true, SeqCst);
+        Ok(())
     }
 
     /// Makes everything written so far durable against power loss of the
     /// host (a daemon crash alone loses nothing that was written).
+    ///
+    /// Data before the records that name it; the trim floors and wear only
+    /// when written since the last sync (each sync of a file costs the
+    /// disk a cache flush, even with nothing to write).
     pub fn sync(&self) -> Result<(), StoreError> {
+        self.data.sync_data().map_err(|e| self.err(e))?;
+        // msync(MS_SYNC) writes the mapping's dirty pages and syncs the file.
         self.oob_map.flush().map_err(|e| self.err(e))?;
-        for f in [&self.data, &self.oob, &self.trim, &self.wear] {
-            f.sync_data().map_err(|e| self.err(e))?;
+        for (f, dirty) in [
+            (&self.trim, &self.trim_dirty),
+            (&self.wear, &self.wear_dirty),
+        ] {
+            if dirty.swap(false, SeqCst) {
+                if let Err(e) = f.sync_data() {
+                    dirty.store(true, SeqCst);
+                    return Err(self.err(e));
+                }
+            }
         }
         Ok(())
     }

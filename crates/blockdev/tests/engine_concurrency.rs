@@ -157,6 +157,9 @@ fn concurrent_writers_and_gc_lose_nothing_across_reopen() {
         ftl.gc_sectors_moved
     );
     check_all(&engine, &gens, per, seed, "after the writers");
+    // As the daemon does on detach: counters saved, then a flush (a flush
+    // alone does not save them; the daemon does every second).
+    engine.save_counters().unwrap();
     engine.flush().unwrap();
     let before = engine.lifetime();
     let sectors_written: u64 = gens.iter().flatten().sum();

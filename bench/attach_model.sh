@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The attached card against the model (issue 13), all measured in this one
+# run, store on the local disk:
+#  1. `vsl attach` of the ioDrive 160 GB SLC (`--scale 0.1`, timing model),
+#     ext4 on its loop device, sysbench fileio (16 KiB, O_DIRECT, 8 GiB of
+#     files, sysbench's default fsync every 100 requests) rndrd and rndwr at
+#     1, 4 and 16 threads (no fsyncs: FSYNC_FREQ, default 0);
+#  2. `vsl run` of the same card and pattern in virtual time (16 KiB random,
+#     N threads x QD 1 over 8 GiB, preconditioned);
+#  3. the disk's own sequential write speed with fdatasync (dd), the bound
+#     on any store that makes flushed writes durable on it;
+#  4. --timing none: fio 4 KiB random read / write, 4 jobs x QD 32, on the
+#     attached card and on a plain file on the same disk.
+# Prints per point the attached MiB/s, the model's, and their ratio (target
+# within 15 %), and the daemon's own breakdown of the attached run (its work
+# per I/O, its lateness, flush latency).
+# Needs root, /dev/fuse, loop devices, sysbench, mkfs.ext4.
+# RUNTIME (s) per sysbench point, default 15; SIZE of the files, default 8G;
+# STORE_PARENT, default /var/tmp (must be on the disk under test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+cargo build --release -q -p blockdev -p vsl
+BIN=$CARGO_TARGET_DIR/release/vsl-blockdev
+VSL=$CARGO_TARGET_DIR/release/vsl
+RUNTIME=${RUNTIME:-15}
+SIZE=${SIZE:-8G}
+THREADS=${THREADS:-1 4 16}
+for t in sysbench mkfs.ext4; do
+  command -v $t >/dev/null || { echo "attach_model: $t is missing (run scripts/setup.sh)" >&2; exit 1; }
+done
+work=$(mktemp -d "${STORE_PARENT:-/var/tmp}/openvsl-model.XXXXXX")
+export OPENVSL_RUN_DIR=$work/run
+cleanup() {
+  umount "$work/fs" 2>/dev/null || true
+  "$BIN" detach --all >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+CARD=(--device iodrive-160-slc --scale 0.1)
+
+dd if=/dev/zero of="$work/dd" bs=1M count=1024 conv=fdatasync 2>"$work/dd.log"
+disk_mbs=$(python3 -c 'import re,sys; m=re.search(r"([0-9.]+) ([MG])B/s", open(sys.argv[1]).read()); print(float(m[1])*(1000 if m[2]=="G" else 1))' "$work/dd.log")
+rm -f "$work/dd"
+
+# (Re)attaches the card and mounts its ext4: fresh daemon counters.
+attach_mount() {
+  umount "$work/fs" 2>/dev/null || true
+  "$BIN" detach --all >/dev/null 2>&1 || true
+  dev=$("$BIN" attach --store "$work/store" "${CARD[@]}" --timing model | cut -f1)
+  mkdir -p "$work/fs"
+  mount "$dev" "$work/fs"
+}
+# --timing none, store on disk: fio 4 KiB random, 4 jobs x QD 32, on the
+# loop device and on a plain file on the same disk.
+fio4k() {
+  fio --name=speed --filename="$1" --rw="$2" --bs=4k --direct=1 --ioengine=libaio --numjobs=4 \
+    --iodepth=32 --group_reporting --time_based --runtime=10 --size=1g --randrepeat=0 \
+    --output-format=json 2>/dev/null |
+    python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; print(round(j["read"]["iops"]+j["write"]["iops"]))'
+}
+dev=$("$BIN" attach --store "$work/nstore" "${CARD[@]}" --timing none | cut -f1)
+fio --name=fill --filename="$dev" --rw=write --bs=1m --direct=1 --size=1g --ioengine=libaio \
+  --iodepth=8 --output-format=terse >/dev/null
+none_r=$(fio4k "$dev" randread); none_w=$(fio4k "$dev" randwrite)
+"$BIN" detach --all >/dev/null
+rm -rf "$work/nstore"
+fio --name=fill --filename="$work/plain" --rw=write --bs=1m --direct=1 --size=1g --output-format=terse >/dev/null
+plain_r=$(fio4k "$work/plain" randread); plain_w=$(fio4k "$work/plain" randwrite)
+rm -f "$work/plain"
+none_line=$(python3 -c "r,w,pr,pw=$none_r,$none_w,$plain_r,$plain_w; print(f'timing none, 4 KiB random, 4 jobs x QD 32, store on disk: read {r/1e3:.1f} K IOPS (target >= 150 K), write {w/1e3:.1f} K IOPS (target >= 100 K); plain file on the same disk: read {pr/1e3:.1f} K, write {pw/1e3:.1f} K; ratios {r/pr:.2f} / {w/pw:.2f}')")
+echo "$none_line"
+
+dev=$("$BIN" attach --store "$work/store" "${CARD[@]}" --timing model | cut -f1)
+mkfs.ext4 -q -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "$dev"
+mkdir -p "$work/fs"
+mount "$dev" "$work/fs"
+SB=(sysbench fileio --file-total-size="$SIZE" --file-block-size=16384)
+# The files are written through the page cache (O_DIRECT extending writes
+# on ext4 go one 16 KiB request at a time), then run with O_DIRECT.
+(cd "$work/fs" && "${SB[@]}" prepare >/dev/null && sync)
+# FSYNC_FREQ 0 (default): no fsyncs, the pattern `vsl run` models. sysbench's
+# own default, 100, fsyncs every file (128 of them) after each 100 requests
+# of a thread: 1.28 fsyncs per write, each an ext4 journal commit and store
+# sync that the random-write model does not have.
+SB+=(--file-extra-flags=direct --file-fsync-freq="${FSYNC_FREQ:-0}")
+
+# sysbench MODE THREADS -> "MiB/s p95_ms" on stdout
+runsb() {
+  (cd "$work/fs" && "${SB[@]}" --file-test-mode="$1" --threads="$2" --time="$RUNTIME" \
+    --percentile=95 run) | python3 -c '
+import re,sys
+t=sys.stdin.read()
+r=float(re.search(r"read, MiB/s:\s+([0-9.]+)", t).group(1))
+w=float(re.search(r"written, MiB/s:\s+([0-9.]+)", t).group(1))
+p=float(re.search(r"95th percentile:\s+([0-9.]+)", t).group(1))
+print(r+w, p)'
+}
+# vsl run RW THREADS -> MiB/s
+runmodel() {
+  "$VSL" run "${CARD[@]}" --rw "$1" --bs 16k --threads "$2" --qd 1 --size "$SIZE" \
+    --precondition --duration 10s --json "$work/model.json" >/dev/null 2>&1
+  python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]; print(s["iops"]*16384/2**20)' "$work/model.json"
+}
+status_json() { "$BIN" status --json; }
+breakdown() {
+  python3 -c '
+import json,sys
+m=json.loads(sys.argv[1])[0]["members"][0]
+f=lambda k: m.get(k) or {}
+print("    daemon: service p50 %.1f us p99 %.1f us | late p50 %.1f us p99 %.1f us | flushes %d, flush p50 %.2f ms p99 %.2f ms" % (
+  f("service_latency").get("p50_us",0), f("service_latency").get("p99_us",0),
+  f("emulator_late").get("p50_us",0), f("emulator_late").get("p99_us",0),
+  m["flushes"], f("flush_latency").get("p50_us",0)/1e3, f("flush_latency").get("p99_us",0)/1e3))' "$1"
+}
+
+results=()
+for mode in rndrd rndwr; do
+  rw=randread; [ $mode = rndwr ] && rw=randwrite
+  for t in $THREADS; do
+    attach_mount
+    read -r mbs p95 <<<"$(runsb $mode "$t")"
+    st=$(status_json)
+    model=$(runmodel $rw "$t")
+    ratio=$(python3 -c "print(round($mbs/$model, 2))")
+    ok=$(python3 -c "print('ok' if abs($mbs/$model-1) <= 0.15 else 'MISSED')")
+    line=$(printf "%-6s %2d threads: attached %7.1f MiB/s (p95 %6.2f ms)  model %7.1f MiB/s  ratio %4s  %s" \
+      $mode "$t" "$mbs" "$p95" "$model" "$ratio" "$ok")
+    echo "$line"
+    breakdown "$st"
+    results+=("$line")
+  done
+done
+umount "$work/fs"
+"$BIN" detach --all >/dev/null
+echo
+echo "sysbench fileio 16 KiB O_DIRECT (fsync freq ${FSYNC_FREQ:-0}) on ext4 on the attached iodrive-160-slc (--scale 0.1, timing model, store on disk), vs vsl run in virtual time, same run:"
+printf '  %s\n' "${results[@]}"
+echo "  the disk's sequential write speed with fdatasync, same run: $disk_mbs MB/s"
+echo "$none_line"
