@@ -89,6 +89,14 @@ impl Observer for output::Progress {
     }
 }
 
+/// Reports nothing.
+pub struct Silent;
+
+impl Observer for Silent {
+    fn message(&self, _: &str) {}
+    fn interval(&self, _: &lab::IntervalStats) {}
+}
+
 /// Parses `a`'s time options into the lab's run options.
 fn run_options(a: &RunArgs) -> Result<(RunOptions, Option<u64>)> {
     let duration_ns = parse_duration_ns(&a.duration).map_err(|e| anyhow!("--duration: {e}"))?;

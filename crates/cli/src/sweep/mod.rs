@@ -18,7 +18,7 @@
 mod plan;
 pub mod summary;
 
-pub use plan::{Plan, PlannedRun};
+pub use plan::{parse_run, Plan, PlannedRun};
 
 use crate::args::SweepArgs;
 use crate::cmd_run::Observer;

@@ -213,7 +213,7 @@ fn planned(params: BTreeMap<String, String>) -> Result<PlannedRun> {
 }
 
 /// Parses `vsl run` arguments; clap's message shortened to its first line.
-fn parse_run(argv: &[String]) -> Result<RunArgs> {
+pub fn parse_run(argv: &[String]) -> Result<RunArgs> {
     let full = ["vsl", "run"]
         .into_iter()
         .map(String::from)
