@@ -77,11 +77,16 @@ pub fn is_done(out: &Path, key: &str) -> bool {
 pub fn run_one(run: &PlannedRun, obs: &dyn Observer) -> Result<String> {
     let args = run.args()?;
     let done = crate::cmd_run::execute(&args, obs)?;
-    let mut v = serde_json::to_value(done.report())?;
-    let sweep = serde_json::json!({ "key": run.key, "params": run.params });
-    v.as_object_mut()
-        .expect("a report is an object")
-        .insert("sweep".into(), sweep);
+    #[derive(serde::Serialize)]
+    struct Stored<'a> {
+        #[serde(flatten)]
+        report: crate::output::Report<'a>,
+        sweep: serde_json::Value,
+    }
+    let v = Stored {
+        report: done.report(),
+        sweep: serde_json::json!({ "key": run.key, "params": run.params }),
+    };
     Ok(serde_json::to_string_pretty(&v)? + "\n")
 }
 
