@@ -127,3 +127,36 @@ def test_unreachable_ray_address_is_one_line(tmp_path):
     assert "cannot reach the Ray cluster at ray://127.0.0.1:1" in str(e.value)
     assert "\n" not in str(e.value)
     assert not (tmp_path / "ray" / "runs").exists()
+
+
+def _vsl_or_skip():
+    vsl = os.environ.get("VSL_BIN")
+    if not vsl or not os.path.exists(vsl):
+        print("\n*** SKIPPED: VSL_BIN is not set (python/run_tests.sh sets it) ***", file=sys.stderr)
+        pytest.skip("VSL_BIN is not set")
+    return vsl
+
+
+def _vsl_sweep(vsl, plan, out, *extra):
+    import subprocess
+
+    return subprocess.run([vsl, "sweep", str(plan), "--out", str(out), "--python", sys.executable, *extra],
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_vsl_sweep_engine_ray_matches_local_and_unreachable_is_one_line(tmp_path):
+    vsl = _vsl_or_skip()
+    _ray_or_skip()
+    plan = tmp_path / "plan.toml"
+    plan.write_text('scale = 0.01\nduration = "2s"\ninterval = "500ms"\nprofile = "4k-randwrite"\n'
+                    'precondition = true\nformat = ["stock", "hp"]\nseed = [1, 2]\n')
+    local = _vsl_sweep(vsl, plan, tmp_path / "local", "-q")
+    assert local.returncode == 0, local.stderr
+    bad = _vsl_sweep(vsl, plan, tmp_path / "ray", "--engine", "ray", "--address", "ray://127.0.0.1:1", "-q")
+    assert bad.returncode == 1
+    assert bad.stderr.startswith("vsl: error: cannot reach the Ray cluster at ray://127.0.0.1:1")
+    assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    ray = _vsl_sweep(vsl, plan, tmp_path / "ray", "--engine", "ray", "--address", "local", "-q")
+    assert ray.returncode == 0, ray.stderr
+    assert _sweep_files(tmp_path / "local") == _sweep_files(tmp_path / "ray")
+    assert (tmp_path / "local" / "results.csv").read_text() == (tmp_path / "ray" / "results.csv").read_text()
