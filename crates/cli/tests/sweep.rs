@@ -2,19 +2,9 @@
 //! failed runs keeping the finished ones, bad plans as one clear line.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn vsl(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_vsl"))
-        .args(args)
-        .output()
-        .expect("run vsl");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::vsl;
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("vsl-sweep-{}-{name}", std::process::id()));
@@ -101,7 +91,10 @@ fn grid_sweep_writes_every_run_a_table_and_a_page_and_resumes() {
     // Byte for byte: the same text, with the sweep's key and options added.
     let single = std::fs::read_to_string(&single).unwrap();
     let head = single.strip_suffix("\n}\n").unwrap();
-    assert!(text.starts_with(&format!("{head},\n  \"sweep\": {{")), "{text}");
+    assert!(
+        text.starts_with(&format!("{head},\n  \"sweep\": {{")),
+        "{text}"
+    );
     // Resume: nothing is run again, nothing changes.
     let (code, out, err) = sweep(&d, &plan, &["--workers", "2"]);
     assert_eq!(code, 0, "{err}");

@@ -18,7 +18,12 @@ mod native {
     use vsl_cli::cmd_run::{execute, Silent};
     use vsl_cli::sweep::{self, parse_run, Plan};
 
-    create_exception!(_native, OpenvslError, PyException, "An openvsl run, plan or sweep failed; the message is vsl's one-line error.");
+    create_exception!(
+        _native,
+        OpenvslError,
+        PyException,
+        "An openvsl run, plan or sweep failed; the message is vsl's one-line error."
+    );
 
     fn err(e: anyhow::Error) -> PyErr {
         OpenvslError::new_err(format!("{e:#}"))
@@ -51,6 +56,9 @@ mod native {
             .collect()
     }
 
+    /// A planned run as Python sees it: (key, options, argv).
+    type PlannedTuple = (String, Vec<(String, String)>, Vec<String>);
+
     fn load(text: &str, is_json: bool, name: &str) -> anyhow::Result<Plan> {
         if is_json {
             Plan::from_json(text, name)
@@ -62,7 +70,7 @@ mod native {
     /// Expands a plan (TOML text, or JSON when IS_JSON) into its runs:
     /// (key, options, argv) each.
     #[pyfunction]
-    fn plan(text: &str, is_json: bool, name: &str) -> PyResult<Vec<(String, Vec<(String, String)>, Vec<String>)>> {
+    fn plan(text: &str, is_json: bool, name: &str) -> PyResult<Vec<PlannedTuple>> {
         let p = load(text, is_json, name).map_err(err)?;
         Ok(p.runs
             .into_iter()
@@ -73,7 +81,13 @@ mod native {
     /// Runs one planned run (its key and argv, from `plan`) and returns the
     /// JSON `runs/<key>.json` holds. What a Ray task calls.
     #[pyfunction]
-    fn run_planned(py: Python<'_>, text: &str, is_json: bool, name: &str, key: &str) -> PyResult<String> {
+    fn run_planned(
+        py: Python<'_>,
+        text: &str,
+        is_json: bool,
+        name: &str,
+        key: &str,
+    ) -> PyResult<String> {
         py.detach(|| -> anyhow::Result<String> {
             let p = load(text, is_json, name)?;
             let run = p
@@ -100,9 +114,22 @@ mod native {
     /// (after writing). FAILED: (key, message) of the runs that failed.
     #[pyfunction]
     #[allow(clippy::too_many_arguments)]
-    fn finish(text: &str, is_json: bool, name: &str, out: &str, ran: usize, skipped: usize, failed: Vec<(String, String)>, quiet: bool) -> PyResult<String> {
+    fn finish(
+        text: &str,
+        is_json: bool,
+        name: &str,
+        out: &str,
+        ran: usize,
+        skipped: usize,
+        failed: Vec<(String, String)>,
+        quiet: bool,
+    ) -> PyResult<String> {
         let p = load(text, is_json, name).map_err(err)?;
-        let outcome = sweep::Outcome { skipped, ran, failed };
+        let outcome = sweep::Outcome {
+            skipped,
+            ran,
+            failed,
+        };
         sweep::finish(&p, Path::new(out), &outcome, quiet).map_err(err)?;
         Ok(Path::new(out).join("results.csv").display().to_string())
     }
@@ -110,11 +137,24 @@ mod native {
     /// `vsl sweep` on the local pool; returns the path of results.csv.
     #[pyfunction]
     #[pyo3(signature = (text, is_json, name, out, workers=None, quiet=true))]
-    fn sweep_local(py: Python<'_>, text: &str, is_json: bool, name: &str, out: &str, workers: Option<usize>, quiet: bool) -> PyResult<String> {
+    fn sweep_local(
+        py: Python<'_>,
+        text: &str,
+        is_json: bool,
+        name: &str,
+        out: &str,
+        workers: Option<usize>,
+        quiet: bool,
+    ) -> PyResult<String> {
         py.detach(|| -> anyhow::Result<String> {
             let p = load(text, is_json, name)?;
             let out = Path::new(out);
-            let outcome = sweep::run_local(&p, out, workers.unwrap_or_else(sweep::default_workers), quiet)?;
+            let outcome = sweep::run_local(
+                &p,
+                out,
+                workers.unwrap_or_else(sweep::default_workers),
+                quiet,
+            )?;
             sweep::finish(&p, out, &outcome, quiet)?;
             Ok(out.join("results.csv").display().to_string())
         })
