@@ -158,5 +158,23 @@ fn bad_plans_are_one_clear_line_and_keep_finished_results() {
     let (code, _, err) = sweep(&d, BASE, &["--engine", "ray"]);
     assert_eq!(code, 1);
     assert!(err.contains("--engine ray needs --address"), "{err}");
+    let (code, _, err) = sweep(
+        &d,
+        BASE,
+        &[
+            "--engine",
+            "ray",
+            "--address",
+            "auto",
+            "--python",
+            "/bin/false",
+        ],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("needs the openvsl Python package in /bin/false"),
+        "{err}"
+    );
     assert_eq!(runs(&d), kept);
 }

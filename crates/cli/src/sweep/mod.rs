@@ -263,6 +263,17 @@ fn ray(a: &SweepArgs) -> Result<()> {
     let address = a.address.as_deref().ok_or_else(|| {
         anyhow!("--engine ray needs --address ADDR (e.g. auto, or ray://HOST:10001)")
     })?;
+    let found = std::process::Command::new(&a.python)
+        .args(["-c", "import openvsl.ray_sweep"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map_err(|e| anyhow!("cannot start {} for --engine ray: {e}", a.python))?;
+    if !found.success() {
+        bail!(
+            "--engine ray needs the openvsl Python package in {} (pip install the wheel: see README)",
+            a.python
+        );
+    }
     let mut cmd = std::process::Command::new(&a.python);
     cmd.args(["-m", "openvsl.ray_sweep"])
         .arg(&a.plan)
