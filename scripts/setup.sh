@@ -20,6 +20,9 @@ command -v pgbench >/dev/null 2>&1 || need_apt+=(postgresql)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 # bench/attach_model.sh: sysbench fileio on ext4 on the attached card.
 command -v sysbench >/dev/null 2>&1 || need_apt+=(sysbench)
+# The Python package (crates/py) and its tests: venv + pip.
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""
@@ -37,5 +40,18 @@ if ! command -v cargo >/dev/null 2>&1; then
     curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal >/dev/null
     export PATH="$HOME/.cargo/bin:$PATH"
   fi
+fi
+# maturin (builds the openvsl wheel), pandas, pytest and Ray, from PyPI, in
+# a tools venv (Debian's Python refuses system-wide pip installs).
+py_tools="${OPENVSL_PY_TOOLS:-$HOME/.cache/openvsl/py-tools}"
+if [ ! -x "$py_tools/bin/maturin" ] || ! "$py_tools/bin/python" -c 'import pandas, pytest' >/dev/null 2>&1; then
+  echo "setup: installing maturin, pandas, pytest in $py_tools" >&2
+  python3 -m venv "$py_tools"
+  "$py_tools/bin/pip" install --quiet --upgrade pip
+  "$py_tools/bin/pip" install --quiet "maturin>=1.5,<2" "pandas>=1.5" pytest
+fi
+if ! "$py_tools/bin/python" -c 'import ray' >/dev/null 2>&1; then
+  "$py_tools/bin/pip" install --quiet "ray>=2.9" ||
+    echo "setup: *** Ray could not be installed: the Ray sweep tests will be skipped ***" >&2
 fi
 echo "setup: ok ($(cargo --version), $(fio --version))" >&2

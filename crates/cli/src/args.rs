@@ -30,6 +30,8 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Run a whole enterprise SSD review on one or more targets and write a report.
     Review(ReviewArgs),
+    /// Run a plan of many runs (a grid or list of `vsl run` options) on a local pool or a Ray cluster.
+    Sweep(SweepArgs),
     /// Serve a modelled card as Linux block devices (FUSE + loop), or --list them.
     Attach(Box<blockdev::cli::AttachArgs>),
     /// Flush, detach and stop an attached card.
@@ -228,4 +230,31 @@ pub struct ReviewArgs {
     /// it writes to JSON_OUT) to the report.
     #[arg(long, value_name = "FILE")]
     pub pgbench: Option<std::path::PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// A TOML sweep plan: `vsl run` options as keys; a list value is swept
+    /// (the grid is the product of every list); `[[runs]]` tables add
+    /// explicit runs. Example: docs/sweep-plan.toml.
+    pub plan: std::path::PathBuf,
+    /// Output directory: runs/<key>.json, results.csv, index.html. Runs
+    /// already finished there are not run again.
+    #[arg(long, default_value = "sweep")]
+    pub out: std::path::PathBuf,
+    /// Where runs execute: local (a pool of worker threads) or ray.
+    #[arg(long, default_value = "local")]
+    pub engine: String,
+    /// Worker threads of the local pool (default: one per core).
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// Address of the Ray cluster (--engine ray), e.g. ray://head:10001 or auto.
+    #[arg(long)]
+    pub address: Option<String>,
+    /// Python interpreter with the openvsl package and Ray (--engine ray).
+    #[arg(long, default_value = "python3")]
+    pub python: String,
+    /// No progress bar or summary (errors still go to stderr).
+    #[arg(long, short)]
+    pub quiet: bool,
 }

@@ -121,8 +121,31 @@ pub fn workload_spec(a: &WorkloadArgs) -> Result<WorkloadSpec> {
     Ok(spec)
 }
 
-pub fn run(a: RunArgs) -> Result<()> {
-    let spec = workload_spec(&a.workload)?;
+/// Receives a run's progress: phase messages and each finished interval.
+pub trait Observer {
+    fn message(&self, m: &str);
+    fn interval(&self, iv: &lab::IntervalStats);
+}
+
+impl Observer for output::Progress {
+    fn message(&self, m: &str) {
+        output::Progress::message(self, m)
+    }
+    fn interval(&self, iv: &lab::IntervalStats) {
+        output::Progress::interval(self, iv)
+    }
+}
+
+/// Reports nothing.
+pub struct Silent;
+
+impl Observer for Silent {
+    fn message(&self, _: &str) {}
+    fn interval(&self, _: &lab::IntervalStats) {}
+}
+
+/// Parses `a`'s time options into the lab's run options.
+fn run_options(a: &RunArgs) -> Result<(RunOptions, Option<u64>)> {
     let duration_ns = parse_duration_ns(&a.duration).map_err(|e| anyhow!("--duration: {e}"))?;
     let interval_ns = parse_duration_ns(&a.interval).map_err(|e| anyhow!("--interval: {e}"))?;
     let warmup_ns = a
@@ -138,24 +161,32 @@ pub fn run(a: RunArgs) -> Result<()> {
         seed: a.seed,
     };
     opts.validate()?;
+    Ok((opts, warmup_ns))
+}
+
+/// Runs what `vsl run` options describe, reporting to `obs`, and returns
+/// the result; writes nothing. `vsl run`, `vsl sweep` and the Python
+/// package all come through here.
+pub fn execute(a: &RunArgs, obs: &dyn Observer) -> Result<Done> {
+    let spec = workload_spec(&a.workload)?;
+    let (opts, warmup_ns) = run_options(a)?;
+    match &a.target {
+        Some(t) if realtime::Target::is_real(t) => run_real(t, a, &spec, opts, warmup_ns, obs),
+        _ => run_model(a, &spec, opts, warmup_ns, obs),
+    }
+}
+
+/// The virtual duration of the measured part of a run, for progress bars.
+pub fn duration_ns(a: &RunArgs) -> Result<u64> {
+    Ok(run_options(a)?.0.duration_ns)
+}
+
+pub fn run(a: RunArgs) -> Result<()> {
+    let duration_ns = duration_ns(&a)?;
     let progress = output::Progress::new(a.quiet, duration_ns);
-    let done = match &a.target {
-        Some(t) if realtime::Target::is_real(t) => {
-            run_real(t, &a, &spec, &opts, warmup_ns, &progress)?
-        }
-        _ => run_model(&a, &spec, &opts, warmup_ns, &progress)?,
-    };
+    let done = execute(&a, &progress)?;
     progress.finish();
-    let report = output::Report {
-        tool: "openvsl",
-        version: env!("CARGO_PKG_VERSION"),
-        device: done.device,
-        workload: &done.workload,
-        options: &opts,
-        summary: &done.result.summary,
-        intervals: &done.result.intervals,
-        health: done.health.as_deref(),
-    };
+    let report = done.report();
     if let Some(path) = &a.json {
         output::write_json(path, &report)?;
     }
@@ -169,22 +200,40 @@ pub fn run(a: RunArgs) -> Result<()> {
 }
 
 /// What one run produced, whatever the target.
-struct Done {
-    device: serde_json::Value,
-    device_line: String,
-    workload: WorkloadSpec,
-    result: lab::RunResult,
+pub struct Done {
+    pub device: serde_json::Value,
+    pub device_line: String,
+    pub workload: WorkloadSpec,
+    pub options: RunOptions,
+    pub result: lab::RunResult,
     /// Temperature, power and endurance used per interval (modelled runs).
-    health: Option<Vec<HealthPoint>>,
-    wall_s: f64,
+    pub health: Option<Vec<HealthPoint>>,
+    /// Wall time of the measured part (not in the report: not deterministic).
+    pub wall_s: f64,
+}
+
+impl Done {
+    /// What `vsl run --json` writes.
+    pub fn report(&self) -> output::Report<'_> {
+        output::Report {
+            tool: "openvsl",
+            version: env!("CARGO_PKG_VERSION"),
+            device: self.device.clone(),
+            workload: &self.workload,
+            options: &self.options,
+            summary: &self.result.summary,
+            intervals: &self.result.intervals,
+            health: self.health.as_deref(),
+        }
+    }
 }
 
 fn run_model(
     a: &RunArgs,
     spec: &WorkloadSpec,
-    opts: &RunOptions,
+    opts: RunOptions,
     warmup_ns: Option<u64>,
-    progress: &output::Progress,
+    progress: &dyn Observer,
 ) -> Result<Done> {
     let mut cfg = card_config(&a.card)?;
     if let Some(t) = &a.target {
@@ -222,7 +271,7 @@ fn run_model(
     let mut publisher = blockdev::live::Publisher::new("run", &label);
     let mut sampled = Sampled::new(&mut card, start, opts.interval_ns);
     let series = sampled.series.clone();
-    let mut result = lab::run(&mut sampled, &resolved, opts, start, &mut |iv| {
+    let mut result = lab::run(&mut sampled, &resolved, &opts, start, &mut |iv| {
         progress.interval(iv);
         health_series::publish(&mut publisher, iv, &series);
     })?;
@@ -235,6 +284,7 @@ fn run_model(
         device_line: info.line(),
         device: serde_json::to_value(&info)?,
         workload: resolved,
+        options: opts,
         result,
         health: Some(health),
         wall_s: measured.elapsed().as_secs_f64(),
@@ -250,9 +300,9 @@ fn run_real(
     t: &str,
     a: &RunArgs,
     spec: &WorkloadSpec,
-    opts: &RunOptions,
+    opts: RunOptions,
     warmup_ns: Option<u64>,
-    progress: &output::Progress,
+    progress: &dyn Observer,
 ) -> Result<Done> {
     use realtime::{DirectMode, EngineChoice, EngineOptions, RealTarget, Target};
     let target = Target::parse(t)?;
@@ -273,7 +323,7 @@ fn run_real(
         };
         pre_s += rt.run(&resolved, &warm, &engine, &mut |_| {})?.info.wall_s;
     }
-    let mut run = rt.run(&resolved, opts, &engine, &mut |iv| progress.interval(iv))?;
+    let mut run = rt.run(&resolved, &opts, &engine, &mut |iv| progress.interval(iv))?;
     run.result.summary.precondition_s = pre_s;
     for note in &run.info.notes {
         eprintln!("vsl: note: {note}");
@@ -294,6 +344,7 @@ fn run_real(
         device: serde_json::to_value(&run.info)?,
         device_line,
         workload: resolved,
+        options: opts,
         wall_s: run.info.wall_s,
         result: run.result,
         health: None,

@@ -1,17 +1,8 @@
 //! `vsl`: the command-line front end. Argument parsing and glue only; the
-//! model lives in the library crates.
-
-mod args;
-mod cmd_devices;
-mod cmd_review;
-mod cmd_run;
-mod cmd_validate;
-mod health_series;
-mod output;
-mod realdev;
-mod review_report;
+//! model lives in the library crates, the glue in this crate's library.
 
 use clap::Parser;
+use vsl_cli::{args, cmd_devices, cmd_review, cmd_run, cmd_validate, sweep};
 
 fn main() {
     let cli = args::Cli::parse();
@@ -21,6 +12,7 @@ fn main() {
         args::Command::Profiles => cmd_devices::profiles(),
         args::Command::Validate(a) => cmd_validate::validate(a),
         args::Command::Review(a) => cmd_review::review(a),
+        args::Command::Sweep(a) => sweep::cli(a),
         args::Command::Attach(a) => blockdev::cli::run_attach(*a),
         args::Command::Detach(a) => blockdev::cli::run_detach(a),
         args::Command::Status(a) => blockdev::manage::run_status(a),

@@ -1,19 +1,9 @@
 //! The `vsl` binary as a user meets it: runs, JSON/CSV output, determinism
 //! and one-line errors on bad input.
 
+mod common;
+use common::vsl;
 use std::process::Command;
-
-fn vsl(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_vsl"))
-        .args(args)
-        .output()
-        .expect("run vsl");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn tmp(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("vsl-cli-{}", std::process::id()));
