@@ -222,7 +222,10 @@ impl CardConfig {
         // GC reserve (the low watermark, where free space sits when pacing
         // cannot keep up) counts towards the reserved fraction, so a scaled
         // card keeps the full card's effective spare.
-        let k = erase_batch;
+        // Below about scale 0.015 (one page per block and fewer units) the
+        // groups are capped so the GC pool stays within 1/16 of the units:
+        // such cards are for quick looks, their stalls are smaller.
+        let k = erase_batch.min((geometry.blocks_per_plane / (16 * GC_BACKGROUND_LEBS)).max(1));
         let reserved_lebs = ((geometry.blocks_per_plane as f64 * RESERVED_FRACTION).round() as u32)
             .saturating_sub(GC_RESERVE_LEBS * k);
         let sector = self.sector_bytes as u64;
