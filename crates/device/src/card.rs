@@ -22,8 +22,8 @@ pub const GC_BACKGROUND_LEBS: u32 = 4;
 pub const GC_SHARE: f64 = 0.5;
 /// Power-cut-protected write buffer, in write units.
 pub const BUFFER_UNITS: u64 = 16;
-/// Smallest erase-unit count `--scale` may shrink a member to (only below
-/// the scale at which erase units are down to one page per block).
+/// Smallest card `--scale` may shrink a member to, in full-size erase
+/// units' bytes (and the fewest erase units a scaled member keeps).
 pub const MIN_SCALED_LEBS: u32 = 24;
 /// Host RAM the model refuses to exceed without `--scale` (bytes).
 pub const MAX_MODEL_RAM: u64 = 16 << 30;
@@ -185,10 +185,14 @@ impl CardConfig {
         if self.scale >= 1.0 {
             return (g, 1);
         }
+        // No smaller than MIN_SCALED_LEBS full-size erase units' bytes.
+        let scale = self
+            .scale
+            .max(MIN_SCALED_LEBS as f64 / g.blocks_per_plane as f64);
         let full_pages = g.pages_per_block as f64;
-        let pages = ((full_pages * self.scale).round() as u32).clamp(1, g.pages_per_block);
+        let pages = ((full_pages * scale).round() as u32).clamp(1, g.pages_per_block);
         let page_scale = pages as f64 / full_pages;
-        let lebs = (g.blocks_per_plane as f64 * (self.scale / page_scale)).round() as u32;
+        let lebs = (g.blocks_per_plane as f64 * (scale / page_scale)).round() as u32;
         g.pages_per_block = pages;
         g.blocks_per_plane = lebs.clamp(MIN_SCALED_LEBS.min(g.blocks_per_plane), g.blocks_per_plane);
         let batch = (full_pages / pages as f64).round() as u32;
