@@ -22,8 +22,7 @@ pub const GC_BACKGROUND_LEBS: u32 = 4;
 pub const GC_SHARE: f64 = 0.5;
 /// Power-cut-protected write buffer, in write units.
 pub const BUFFER_UNITS: u64 = 16;
-/// Smallest card `--scale` may shrink a member to, in full-size erase
-/// units' bytes (and the fewest erase units a scaled member keeps).
+/// Fewest erase units a member scaled below one page per block keeps.
 pub const MIN_SCALED_LEBS: u32 = 24;
 /// Host RAM the model refuses to exceed without `--scale` (bytes).
 pub const MAX_MODEL_RAM: u64 = 16 << 30;
@@ -185,11 +184,16 @@ impl CardConfig {
         if self.scale >= 1.0 {
             return (g, 1);
         }
-        // No smaller than MIN_SCALED_LEBS full-size erase units' bytes.
-        let scale = self
-            .scale
-            .max(MIN_SCALED_LEBS as f64 / g.blocks_per_plane as f64);
         let full_pages = g.pages_per_block as f64;
+        if self.scale * full_pages < 1.0 {
+            // Below one page per block: fewer full-size erase units (at
+            // least MIN_SCALED_LEBS), as scaling did before; GC statistics
+            // then differ from the full card's (tiny test cards).
+            let lebs = (g.blocks_per_plane as f64 * self.scale).ceil() as u32;
+            g.blocks_per_plane = lebs.max(MIN_SCALED_LEBS).min(g.blocks_per_plane);
+            return (g, 1);
+        }
+        let scale = self.scale;
         let pages = ((full_pages * scale).round() as u32).clamp(1, g.pages_per_block);
         let page_scale = pages as f64 / full_pages;
         let lebs = (g.blocks_per_plane as f64 * (scale / page_scale)).round() as u32;
