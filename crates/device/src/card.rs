@@ -198,7 +198,8 @@ impl CardConfig {
         let page_scale = pages as f64 / full_pages;
         let lebs = (g.blocks_per_plane as f64 * (scale / page_scale)).round() as u32;
         g.pages_per_block = pages;
-        g.blocks_per_plane = lebs.clamp(MIN_SCALED_LEBS.min(g.blocks_per_plane), g.blocks_per_plane);
+        g.blocks_per_plane =
+            lebs.clamp(MIN_SCALED_LEBS.min(g.blocks_per_plane), g.blocks_per_plane);
         let batch = (full_pages / pages as f64).round() as u32;
         (g, batch.max(1))
     }

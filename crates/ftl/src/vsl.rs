@@ -201,7 +201,10 @@ impl FtlConfig {
             return c("paced GC needs its high watermark above the low one".into());
         }
         if !(self.gc_share >= 0.0 && self.gc_share.is_finite()) {
-            return c(format!("GC share {} must be a finite number >= 0", self.gc_share));
+            return c(format!(
+                "GC share {} must be a finite number >= 0",
+                self.gc_share
+            ));
         }
         let phys_slots = self.geometry.lebs() as u64 * self.slots_per_leb() as u64;
         if phys_slots >= UNMAPPED as u64 || self.user_sectors >= UNMAPPED as u64 {
@@ -710,9 +713,7 @@ impl Vsl {
     }
 
     fn select_victim(&mut self) -> u32 {
-        let victim = self
-            .best_victim()
-            .expect("no closed erase unit to collect");
+        let victim = self.best_victim().expect("no closed erase unit to collect");
         assert!(
             self.leb_valid[victim as usize] < self.spl,
             "GC victim is fully valid: the device has no spare space"
@@ -1023,11 +1024,9 @@ impl Vsl {
                 let first = base + v.ahead * self.spu;
                 let n = self.count_valid(first, first + self.spu) as u64;
                 if n > 0 {
-                    let done = self.nand.read_unit(
-                        t,
-                        v.ahead % banks,
-                        n * self.cfg.sector_bytes as u64,
-                    );
+                    let done =
+                        self.nand
+                            .read_unit(t, v.ahead % banks, n * self.cfg.sector_bytes as u64);
                     self.gc_reads.push_back((v.ahead, done));
                 }
                 v.ahead += 1;
@@ -1086,7 +1085,11 @@ impl Vsl {
         while psa < end {
             let bit = psa % 64;
             let take = (64 - bit).min(end - psa);
-            let mask = if take == 64 { u64::MAX } else { (1u64 << take) - 1 };
+            let mask = if take == 64 {
+                u64::MAX
+            } else {
+                (1u64 << take) - 1
+            };
             n += ((self.valid_bits[(psa / 64) as usize] >> bit) & mask).count_ones();
             psa += take;
         }

@@ -301,7 +301,9 @@ impl NandArray {
         let p = self.read_policy;
         let sensed = if p.priority {
             let suspend = p.suspend_ns.map(Nanos);
-            self.banks[bank as usize].reserve_read_first(ready, t_r, suspend).1
+            self.banks[bank as usize]
+                .reserve_read_first(ready, t_r, suspend)
+                .1
         } else {
             self.banks[bank as usize].reserve(ready, t_r, false).1
         };

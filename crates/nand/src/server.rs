@@ -272,7 +272,10 @@ mod tests {
         let mut s = Server::default();
         s.reserve(Nanos(0), Nanos(100), false);
         s.reserve(Nanos(0), Nanos(100), false);
-        assert_eq!(s.reserve(Nanos(10), Nanos(5), false), (Nanos(200), Nanos(205)));
+        assert_eq!(
+            s.reserve(Nanos(10), Nanos(5), false),
+            (Nanos(200), Nanos(205))
+        );
     }
 
     #[test]
@@ -328,8 +331,14 @@ mod tests {
         s.reserve_backfill(Nanos(100), Nanos(50));
         s.reserve_backfill(Nanos(0), Nanos(30));
         assert_eq!(s.first_gap(Nanos(0), Nanos(80)), Nanos(150));
-        assert_eq!(s.reserve_backfill(Nanos(0), Nanos(60)), (Nanos(30), Nanos(90)));
-        assert_eq!(s.reserve_backfill(Nanos(0), Nanos(20)), (Nanos(150), Nanos(170)));
+        assert_eq!(
+            s.reserve_backfill(Nanos(0), Nanos(60)),
+            (Nanos(30), Nanos(90))
+        );
+        assert_eq!(
+            s.reserve_backfill(Nanos(0), Nanos(20)),
+            (Nanos(150), Nanos(170))
+        );
         assert_eq!(s.busy_until, Nanos(170));
         s.prune(Nanos(95));
         assert_eq!(s.first_gap(Nanos(0), Nanos(5)), Nanos(90));
