@@ -299,7 +299,7 @@ fn offline_health(
 ) -> HealthReport {
     let (_, write_bps) = cfg.preset.datapath_bytes_per_s();
     let mut health =
-        device::health::Health::new(ftl, cfg.environment, cfg.preset.members, member, write_bps);
+        device::health::Health::new(ftl, cfg.environment, cfg.preset, member, write_bps);
     health.set_lifetime_base(
         life.nand_bytes_programmed,
         life.nand_bytes_read,

@@ -46,6 +46,17 @@ pub fn devices(a: DevicesArgs) -> Result<()> {
             p.timing.bus_bytes_per_s / 1_000_000,
             p.timing.endurance_cycles
         );
+        let ftl = if p.host_ftl {
+            "host FTL (map in host RAM)"
+        } else {
+            "FTL on the card"
+        };
+        let comp = if p.compression {
+            "; compresses data"
+        } else {
+            ""
+        };
+        let _ = writeln!(o, "  {ftl}{comp}\n  source: {}", p.source);
     }
     let _ = writeln!(o, "\ndefault: {}", Preset::names()[0]);
     Ok(())

@@ -319,7 +319,7 @@ impl Member {
         let (cmd_read_ns, cmd_write_ns) = preset.command_ns();
         let (read_bps, write_bps) = preset.datapath_bytes_per_s();
         Ok(Member {
-            health: Health::new(&cfg, env, preset.members, id, write_bps),
+            health: Health::new(&cfg, env, preset, id, write_bps),
             id,
             vsl: Vsl::new(cfg)?,
             ctrl_read: Resource::default(),

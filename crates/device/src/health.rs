@@ -41,8 +41,6 @@ pub const SLOT_POWER_W: f64 = 24.75;
 /// Power and temperature are integrated over steps of this much virtual time.
 pub const STEP_NS: u64 = 100_000_000;
 
-/// Idle power of one member (FPGA controller, DRAM, NAND standby), W.
-pub const IDLE_W: f64 = 5.0;
 /// Energy per byte read from the NAND array and moved to the host, J.
 pub const READ_J_PER_BYTE: f64 = 5e-9;
 /// Energy per byte programmed, J.
@@ -160,6 +158,8 @@ pub struct Health {
     /// Power this member may draw (its share of the slot without external
     /// power), W; infinite when uncapped.
     power_budget_w: f64,
+    /// Idle power of this member, W.
+    idle_w: f64,
     write_bps: f64,
     leb_bytes: f64,
     sector_bytes: u64,
@@ -191,15 +191,18 @@ pub struct Health {
 }
 
 impl Health {
-    /// The health of member `member_id` of a card with `members_on_card`
-    /// members, whose controller writes at most `write_bps`.
+    /// The health of member `member_id` of a `card`, whose controller
+    /// writes at most `write_bps`.
     pub fn new(
         cfg: &FtlConfig,
         env: Environment,
-        members_on_card: u32,
+        card: &crate::Preset,
         member_id: u32,
         write_bps: u64,
     ) -> Health {
+        let members_on_card = card.members;
+        let slot_powered = card.slot_powered;
+        let cooling_share = card.cooling_share;
         let lebs = cfg.geometry.lebs();
         let cycles = cfg.timing.endurance_cycles as f64;
         let mut prng = Prng::from_seed(0x4845_414c_5448 ^ member_id as u64);
@@ -207,7 +210,7 @@ impl Health {
             .map(|_| (cycles * (1.0 + ENDURANCE_SPREAD * prng.next_f64())).round() as u32)
             .collect();
         let twin = members_on_card >= 2;
-        let power_budget_w = if twin && !env.external_power {
+        let power_budget_w = if slot_powered || (twin && !env.external_power) {
             SLOT_POWER_W / members_on_card as f64
         } else {
             f64::INFINITY
@@ -216,6 +219,7 @@ impl Health {
         Health {
             env,
             power_budget_w,
+            idle_w: card.idle_w,
             write_bps: write_bps as f64,
             leb_bytes: leb_bytes as f64,
             sector_bytes: cfg.sector_bytes as u64,
@@ -229,15 +233,15 @@ impl Health {
             pool_lebs: ((lebs as f64 * BAD_BLOCK_POOL_FRACTION).round() as u32).max(1),
             rated_bytes: cfg.geometry.data_bytes() * cfg.timing.endurance_cycles as u64,
             state: HealthState::Healthy,
-            thermal: Thermal::new(env),
+            thermal: Thermal::new(env, cooling_share),
             thermal_throttled: false,
             power_cap_bps: None,
             throttle: Resource::default(),
             step: Snapshot::default(),
             erases_seen: 0,
             powered_off: false,
-            power_w: IDLE_W,
-            power_max_w: IDLE_W,
+            power_w: card.idle_w,
+            power_max_w: card.idle_w,
             energy_j: 0.0,
             base_programmed: 0,
             base_read: 0,
@@ -383,7 +387,7 @@ impl Health {
         let joules = (next.bytes_read - self.step.bytes_read) as f64 * READ_J_PER_BYTE
             + (next.bytes_programmed - self.step.bytes_programmed) as f64 * PROGRAM_J_PER_BYTE
             + (next.erases - self.step.erases) as f64 * self.leb_bytes * ERASE_J_PER_BYTE;
-        let power = IDLE_W + joules / dt;
+        let power = self.idle_w + joules / dt;
         let host_bps = (next.host_sectors_written - self.step.host_sectors_written) as f64
             * self.sector_bytes as f64
             / dt;
@@ -411,7 +415,7 @@ impl Health {
             return;
         }
         if power > budget {
-            let scale = ((budget - IDLE_W) / (power - IDLE_W)).clamp(0.1, 1.0);
+            let scale = ((budget - self.idle_w) / (power - self.idle_w)).clamp(0.1, 1.0);
             let base = self
                 .power_cap_bps
                 .unwrap_or(self.write_bps)

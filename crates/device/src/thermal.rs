@@ -26,18 +26,23 @@ pub const FORCED_AIR_W_PER_K: f64 = 0.126;
 pub struct Thermal {
     ambient_c: f64,
     resistance_k_per_w: f64,
+    capacity_j_per_k: f64,
     temperature_c: f64,
     temperature_max_c: f64,
 }
 
 impl Thermal {
     /// A device at ambient temperature.
-    pub fn new(env: Environment) -> Thermal {
+    /// `cooling_share` scales the conductance (and heat capacity) of one
+    /// ioDimm of a Duo, on which the parameters are calibrated.
+    pub fn new(env: Environment, cooling_share: f64) -> Thermal {
         let airflow = env.airflow_lfm.max(0.0);
-        let conductance = STILL_AIR_W_PER_K + FORCED_AIR_W_PER_K * (airflow / 100.0).sqrt();
+        let conductance = cooling_share
+            * (STILL_AIR_W_PER_K + FORCED_AIR_W_PER_K * (airflow / 100.0).sqrt());
         Thermal {
             ambient_c: env.ambient_c,
             resistance_k_per_w: 1.0 / conductance,
+            capacity_j_per_k: HEAT_CAPACITY_J_PER_K * cooling_share,
             temperature_c: env.ambient_c,
             temperature_max_c: env.ambient_c,
         }
@@ -58,7 +63,7 @@ impl Thermal {
     /// The temperature `power_w` held for `dt_s` seconds leads to.
     pub fn advance(&mut self, power_w: f64, dt_s: f64) -> f64 {
         let target = self.ambient_c + power_w * self.resistance_k_per_w;
-        let tau = self.resistance_k_per_w * HEAT_CAPACITY_J_PER_K;
+        let tau = self.resistance_k_per_w * self.capacity_j_per_k;
         self.temperature_c = target + (self.temperature_c - target) * (-dt_s / tau).exp();
         self.temperature_max_c = self.temperature_max_c.max(self.temperature_c);
         self.temperature_c
@@ -76,7 +81,7 @@ mod tests {
             airflow_lfm: 300.0,
             external_power: true,
         };
-        let mut t = Thermal::new(env);
+        let mut t = Thermal::new(env, 1.0);
         for _ in 0..10_000 {
             t.advance(10.0, 1.0);
         }
@@ -92,7 +97,7 @@ mod tests {
                 ambient_c: 25.0,
                 airflow_lfm: lfm,
                 external_power: true,
-            });
+            }, 1.0);
             t.advance(12.0, 600.0)
         };
         assert!(at(0.0) > at(100.0));

@@ -79,6 +79,20 @@ impl CellTiming {
         source: "Numonyx NAND128/256-A SLC data sheet (tPROG 200 us, tBERS 2 ms, 100K cycles); tR 25 us typical large-page SLC; ONFI 1.0 async 40 MB/s",
     };
 
+    /// SLC of 2011 behind an ONFI 2.x synchronous bus (Micron's 34 nm SLC
+    /// in the P320h): the array times of [`CellTiming::SLC_2009`] with a
+    /// 200 MT/s bus. The array times are an assumption (no 34 nm SLC data
+    /// sheet at hand); the bus is ONFI 2.1's fastest mode.
+    pub const SLC_2011: CellTiming = CellTiming {
+        cell: CellType::Slc,
+        read_ns: 25_000,
+        program_ns: 200_000,
+        erase_ns: 2_000_000,
+        endurance_cycles: 100_000,
+        bus_bytes_per_s: 200_000_000,
+        source: "SLC_2009 array times (assumed for 34 nm SLC); ONFI 2.1 sync 200 MT/s bus",
+    };
+
     /// MLC of 2008–2009: Micron MT29F16G08MAA / MT29F32G08QAA (ONFI 1.0,
     /// 4 KiB page, 128 pages per block, 2 planes): tR 50 µs, tPROG 900 µs
     /// typ, tBERS 3.5 ms typ, 10 K cycles; asynchronous bus at 40 MB/s.
