@@ -199,6 +199,11 @@ pub struct ValidateArgs {
     pub json: Option<std::path::PathBuf>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Instead of the SYSTEM.md §4 review table of the 640 GB MLC: check
+    /// the data-sheet figures of these presets (comma-separated, or `all`),
+    /// each row marked calibrated or predicted.
+    #[arg(long, value_name = "PRESETS")]
+    pub datasheet: Option<String>,
 }
 
 #[derive(Args, Debug)]

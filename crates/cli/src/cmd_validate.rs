@@ -21,6 +21,9 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
         seed: a.seed,
     };
     let wall = std::time::Instant::now();
+    if let Some(list) = &a.datasheet {
+        return datasheet(list, scale, window_ns, &a, wall);
+    }
     let (rows, pre) = run_table(&o, &mut |name| {
         eprintln!("[{:>6.1}s] {name}", wall.elapsed().as_secs_f64())
     })?;
@@ -29,8 +32,8 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
         a.window, a.seed
     );
     println!(
-        "{:<50} {:>6} {:>18} {:>12} {:>7}  ",
-        "test", "unit", "measured", "model", "ratio"
+        "{:<50} {:>6} {:>18} {:>12} {:>7}  {:<10}",
+        "test", "unit", "measured", "model", "ratio", "role"
     );
     let mut outside = 0;
     for r in &rows {
@@ -43,12 +46,13 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
         };
         outside += !r.within_25pct as usize;
         println!(
-            "{:<50} {:>6} {:>18} {:>12.1} {:>7.2}  {}",
+            "{:<50} {:>6} {:>18} {:>12.1} {:>7.2}  {:<10}  {}",
             r.test,
             r.unit,
             measured,
             r.model,
             r.ratio,
+            r.role,
             if r.within_25pct { "" } else { "OUTSIDE +-25%" }
         );
     }
@@ -75,6 +79,74 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
             path,
             &serde_json::json!({ "options": o, "rows": rows, "preconditioning": pre }),
         )?;
+    }
+    Ok(())
+}
+
+/// `vsl validate --datasheet PRESETS`: every data-sheet figure of each preset.
+fn datasheet(
+    list: &str,
+    scale: f64,
+    window_ns: u64,
+    a: &ValidateArgs,
+    wall: std::time::Instant,
+) -> Result<()> {
+    let presets: Vec<&'static device::Preset> = if list == "all" {
+        device::PRESETS.iter().collect()
+    } else {
+        list.split(',')
+            .map(|n| {
+                device::Preset::by_name(n.trim()).ok_or_else(|| {
+                    anyhow!(
+                        "--datasheet: unknown preset '{}' (known: {})",
+                        n.trim(),
+                        device::Preset::names().join(", ")
+                    )
+                })
+            })
+            .collect::<Result<_>>()?
+    };
+    let mut rows = Vec::new();
+    for p in presets {
+        let r = lab::validate::datasheet_rows(p, scale, window_ns, a.seed, &mut |name| {
+            eprintln!("[{:>6.1}s] {name}", wall.elapsed().as_secs_f64())
+        })?;
+        rows.extend(r);
+    }
+    println!(
+        "data-sheet figures, scale {scale}, window {}, seed {}",
+        a.window, a.seed
+    );
+    println!(
+        "{:<20} {:<30} {:>5} {:>10} {:>10} {:>6}  {:<10}",
+        "preset", "figure", "unit", "sheet", "model", "ratio", "role"
+    );
+    let mut outside = 0;
+    for r in &rows {
+        outside += !r.within_25pct as usize;
+        println!(
+            "{:<20} {:<30} {:>5} {:>10.1} {:>10.1} {:>6.2}  {:<10}  {}",
+            r.preset,
+            r.test,
+            r.unit,
+            r.datasheet,
+            r.model,
+            r.ratio,
+            r.role,
+            if r.within_25pct { "" } else { "OUTSIDE +-25%" }
+        );
+    }
+    let predicted: Vec<_> = rows.iter().filter(|r| r.role == "predicted").collect();
+    println!(
+        "{} of {} rows within +-25% ({} of {} predicted rows); wall time {:.1} s",
+        rows.len() - outside,
+        rows.len(),
+        predicted.iter().filter(|r| r.within_25pct).count(),
+        predicted.len(),
+        wall.elapsed().as_secs_f64()
+    );
+    if let Some(path) = &a.json {
+        crate::output::write_json(path, &serde_json::json!({ "scale": scale, "rows": rows }))?;
     }
     Ok(())
 }

@@ -48,6 +48,20 @@ pub const PROGRAM_J_PER_BYTE: f64 = 16e-9;
 /// Energy per byte of an erase unit erased, J.
 pub const ERASE_J_PER_BYTE: f64 = 1e-9;
 
+/// Energy per byte programmed on `card`: [`PROGRAM_J_PER_BYTE`] for the
+/// ioDrives; for a slot-powered card, what lets it write at its data-sheet
+/// bandwidth within the slot's power ((24.75 W − idle) / write bandwidth):
+/// its data sheet rates it at 25 W doing so, so this is calibrated on the
+/// data sheet's write bandwidth and power rating (docs/MODEL.md).
+pub fn program_j_per_byte(card: &crate::Preset) -> f64 {
+    if card.slot_powered {
+        let idle = card.idle_w * card.members as f64;
+        (SLOT_POWER_W - idle) / (card.datasheet.write_mb_s as f64 * 1e6)
+    } else {
+        PROGRAM_J_PER_BYTE
+    }
+}
+
 /// Where the card runs.
 #[derive(Copy, Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Environment {
@@ -160,6 +174,8 @@ pub struct Health {
     power_budget_w: f64,
     /// Idle power of this member, W.
     idle_w: f64,
+    /// Energy per byte programmed, J.
+    program_j_per_byte: f64,
     write_bps: f64,
     leb_bytes: f64,
     sector_bytes: u64,
@@ -220,6 +236,7 @@ impl Health {
             env,
             power_budget_w,
             idle_w: card.idle_w,
+            program_j_per_byte: program_j_per_byte(card),
             write_bps: write_bps as f64,
             leb_bytes: leb_bytes as f64,
             sector_bytes: cfg.sector_bytes as u64,
@@ -385,7 +402,7 @@ impl Health {
         let next = Snapshot::of(now, vsl);
         let dt = (now.0 - self.step.at.0) as f64 / 1e9;
         let joules = (next.bytes_read - self.step.bytes_read) as f64 * READ_J_PER_BYTE
-            + (next.bytes_programmed - self.step.bytes_programmed) as f64 * PROGRAM_J_PER_BYTE
+            + (next.bytes_programmed - self.step.bytes_programmed) as f64 * self.program_j_per_byte
             + (next.erases - self.step.erases) as f64 * self.leb_bytes * ERASE_J_PER_BYTE;
         let power = self.idle_w + joules / dt;
         let host_bps = (next.host_sectors_written - self.step.host_sectors_written) as f64

@@ -88,7 +88,14 @@ const fn eight_channels(banks: u32, planes: u32, blocks: u32, pages: u32, page: 
 /// A single-controller card with a wide native NAND interface (Micron's
 /// 32-channel ASIC, Huawei's and Virident's FPGAs): `parity` of the
 /// `channels` hold die-level parity (RAIN, RAID 5, 7+1).
-const fn native(channels: u32, parity: u32, banks: u32, blocks: u32, pages: u32, page: u32) -> Geometry {
+const fn native(
+    channels: u32,
+    parity: u32,
+    banks: u32,
+    blocks: u32,
+    pages: u32,
+    page: u32,
+) -> Geometry {
     Geometry {
         channels,
         parity_channels: parity,

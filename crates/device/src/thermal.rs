@@ -37,8 +37,8 @@ impl Thermal {
     /// ioDimm of a Duo, on which the parameters are calibrated.
     pub fn new(env: Environment, cooling_share: f64) -> Thermal {
         let airflow = env.airflow_lfm.max(0.0);
-        let conductance = cooling_share
-            * (STILL_AIR_W_PER_K + FORCED_AIR_W_PER_K * (airflow / 100.0).sqrt());
+        let conductance =
+            cooling_share * (STILL_AIR_W_PER_K + FORCED_AIR_W_PER_K * (airflow / 100.0).sqrt());
         Thermal {
             ambient_c: env.ambient_c,
             resistance_k_per_w: 1.0 / conductance,
@@ -93,11 +93,14 @@ mod tests {
     #[test]
     fn less_airflow_runs_hotter() {
         let at = |lfm| {
-            let mut t = Thermal::new(Environment {
-                ambient_c: 25.0,
-                airflow_lfm: lfm,
-                external_power: true,
-            }, 1.0);
+            let mut t = Thermal::new(
+                Environment {
+                    ambient_c: 25.0,
+                    airflow_lfm: lfm,
+                    external_power: true,
+                },
+                1.0,
+            );
             t.advance(12.0, 600.0)
         };
         assert!(at(0.0) > at(100.0));

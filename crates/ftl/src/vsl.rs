@@ -1286,7 +1286,11 @@ fn table<T: Clone>(n: usize, value: T) -> Vec<T> {
                 // which this function owns; madvise only sets a paging hint
                 // on it and its failure is harmless.
                 unsafe {
-                    libc::madvise(aligned as *mut libc::c_void, end - aligned, libc::MADV_HUGEPAGE);
+                    libc::madvise(
+                        aligned as *mut libc::c_void,
+                        end - aligned,
+                        libc::MADV_HUGEPAGE,
+                    );
                 }
             }
         }

@@ -20,7 +20,20 @@ pub struct Row {
     /// model / measured (the nearest end of a range; 1 inside it).
     pub ratio: f64,
     pub within_25pct: bool,
+    /// "calibrated" when a model parameter was fitted on this figure (see
+    /// docs/MODEL.md), "predicted" otherwise.
+    pub role: &'static str,
 }
+
+/// The SYSTEM.md §4 rows a model parameter was fitted on (docs/MODEL.md):
+/// the first generation's host costs (4 workers x QD 1) and the reserved
+/// fraction (4K steady-state write, 8K 70/30).
+pub const CALIBRATION_ROWS: &[&str] = &[
+    "4K random read 4x1",
+    "4K random write 4x1",
+    "4K steady-state write 16T/16Q",
+    "8K 70/30 steady state 16T/16Q",
+];
 
 impl Row {
     fn new(test: &str, unit: &'static str, lo: f64, hi: f64, model: f64) -> Row {
@@ -39,6 +52,11 @@ impl Row {
             model,
             ratio,
             within_25pct: (0.75..=1.25).contains(&ratio),
+            role: if CALIBRATION_ROWS.contains(&test) {
+                "calibrated"
+            } else {
+                "predicted"
+            },
         }
     }
 }
@@ -361,4 +379,184 @@ pub fn validate(
     ));
 
     Ok((rows, vec![pre, pre8, pref, prew]))
+}
+
+/// One data-sheet figure of a preset against the model.
+#[derive(Clone, Debug, Serialize)]
+pub struct DatasheetRow {
+    pub preset: &'static str,
+    pub test: String,
+    pub unit: &'static str,
+    pub datasheet: f64,
+    pub model: f64,
+    /// model / data sheet.
+    pub ratio: f64,
+    pub within_25pct: bool,
+    /// "calibrated" when the figure sets a model parameter (the row then
+    /// only checks that nothing else in the model limits it first),
+    /// "predicted" when no parameter was derived from it.
+    pub role: &'static str,
+    /// Which parameter a calibrated figure sets.
+    pub sets: &'static str,
+}
+
+/// The data-sheet figures of `preset` (SYSTEM.md §2 for the ioDrives, the
+/// cited sheets for the comparables) measured on the model, fresh out of
+/// the box as data sheets quote them except where the sheet says steady
+/// state: sequential 1 MiB read and write bandwidth, random 4 KiB and
+/// 512 B IOPS at 16 threads x QD 16 and QD 1 latency. Reads run after a
+/// sequential fill; writes on a fresh (trimmed) card.
+pub fn datasheet_rows(
+    preset: &'static Preset,
+    scale: f64,
+    window_ns: u64,
+    seed: u64,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<DatasheetRow>, RunError> {
+    let d = &preset.datasheet;
+    let card = |fill: bool| -> Result<(Card, Nanos), RunError> {
+        let mut c = CardConfig::new(preset);
+        c.scale = scale;
+        c.sector_bytes = 512;
+        let mut card = Card::new(c).map_err(|source| RunError::Device {
+            at: Nanos::ZERO,
+            source,
+        })?;
+        let t = if fill {
+            precondition_fill(&mut card, Nanos::ZERO)?
+        } else {
+            Nanos::ZERO
+        };
+        Ok((card, t))
+    };
+    let measure = |fill: bool, rw: &str, bs: u64, threads: u32, qd: u32| {
+        let (mut card, t) = card(fill)?;
+        let mut spec = WorkloadSpec::from_rw(rw, None).expect("built-in rw name");
+        spec.block_sizes = workload::BlockSizes::Fixed(bs);
+        run(
+            &mut card,
+            &spec,
+            &opts(threads, qd, window_ns, seed),
+            t,
+            &mut |_| {},
+        )
+        .map(|r| r.summary.totals)
+    };
+    let (cmd_set_r, cmd_set_w) = if d.read_iops_512.is_some() {
+        ("512 B", "512 B")
+    } else {
+        ("4 KiB", "4 KiB")
+    };
+    let mut rows = Vec::new();
+    let mut push = |test: String, unit, sheet: f64, model: f64, sets: &'static str| {
+        let ratio = model / sheet;
+        rows.push(DatasheetRow {
+            preset: preset.name,
+            test,
+            unit,
+            datasheet: sheet,
+            model,
+            ratio,
+            within_25pct: (0.75..=1.25).contains(&ratio),
+            role: if sets.is_empty() {
+                "predicted"
+            } else {
+                "calibrated"
+            },
+            sets,
+        });
+    };
+    progress(&format!("{}: sequential read", preset.name));
+    let r = measure(true, "read", 1 << 20, 16, 16)?;
+    push(
+        "sequential read 1 MiB".into(),
+        "MB/s",
+        d.read_mb_s as f64,
+        r.mb_per_s,
+        "controller read data path (MB/s / members)",
+    );
+    progress(&format!("{}: sequential write", preset.name));
+    let r = measure(false, "write", 1 << 20, 16, 16)?;
+    push(
+        "sequential write 1 MiB".into(),
+        "MB/s",
+        d.write_mb_s as f64,
+        r.mb_per_s,
+        "controller write data path (MB/s / members)",
+    );
+    for (size, read, write) in [
+        (4096u64, d.read_iops_4k, d.write_iops_4k),
+        (512, d.read_iops_512, d.write_iops_512),
+    ] {
+        let label = if size == 512 { "512 B" } else { "4 KiB" };
+        if let Some(v) = read {
+            progress(&format!("{}: random read {label}", preset.name));
+            let r = measure(true, "randread", size, 16, 16)?;
+            let sets = if label == cmd_set_r {
+                "controller read command time (1 / IOPS per member)"
+            } else {
+                ""
+            };
+            push(
+                format!("random read {label} IOPS"),
+                "IOPS",
+                v as f64,
+                r.iops,
+                sets,
+            );
+        }
+        if let Some(v) = write {
+            progress(&format!("{}: random write {label}", preset.name));
+            let r = measure(false, "randwrite", size, 16, 16)?;
+            let sets = if label == cmd_set_w {
+                "controller write command time (1 / IOPS per member)"
+            } else {
+                ""
+            };
+            push(
+                format!("random write {label} IOPS"),
+                "IOPS",
+                v as f64,
+                r.iops,
+                sets,
+            );
+        }
+    }
+    // The ioDrive2's host costs come from its data-sheet latencies; the first
+    // generation's from the 640 MLC's measured 4K QD 1 figures (SYSTEM.md §4).
+    let calibrated_latency = preset.name.starts_with("iodrive2");
+    let lat_size = if d.read_iops_512.is_some() { 512 } else { 4096 };
+    if let Some(v) = d.read_latency_us {
+        progress(&format!("{}: read latency QD 1", preset.name));
+        let r = measure(true, "randread", lat_size, 1, 1)?;
+        let sets = if calibrated_latency {
+            "host read cost"
+        } else {
+            ""
+        };
+        push(
+            format!("read latency QD 1 ({lat_size} B)"),
+            "us",
+            v as f64,
+            r.lat_avg_us,
+            sets,
+        );
+    }
+    if let Some(v) = d.write_latency_us {
+        progress(&format!("{}: write latency QD 1", preset.name));
+        let r = measure(false, "randwrite", lat_size, 1, 1)?;
+        let sets = if calibrated_latency {
+            "host write cost"
+        } else {
+            ""
+        };
+        push(
+            format!("write latency QD 1 ({lat_size} B)"),
+            "us",
+            v as f64,
+            r.lat_avg_us,
+            sets,
+        );
+    }
+    Ok(rows)
 }
