@@ -38,6 +38,8 @@
 //! queued programs ([`ReadPolicy`]).
 //!
 
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod protect;
 mod vsl;
 

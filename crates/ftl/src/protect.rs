@@ -310,6 +310,21 @@ impl Media {
         self.group = None;
     }
 
+    /// Logical sectors in the write buffer (not yet programmed).
+    pub fn buffered_lbas(&self) -> Vec<u32> {
+        let mut out = Vec::new();
+        for &u in &self.pending_units {
+            let b = (u * self.spu) as usize;
+            out.extend(
+                self.pending[b..b + self.spu as usize]
+                    .iter()
+                    .flatten()
+                    .map(|o| o.lba),
+            );
+        }
+        out
+    }
+
     /// The checkpoint the VSL would write now.
     pub fn snapshot(&self, vsl: &Vsl) -> Checkpoint {
         let mut map = Vec::new();
@@ -480,9 +495,7 @@ impl Media {
             });
         let mut vsl = Vsl::recover_at(cfg.clone(), &records, floor, Some(erase_counts), resume)?;
         vsl.enable_power_log();
-        for p in self.pending.iter_mut() {
-            *p = None;
-        }
+        // The cut drained or dropped the buffer already.
         self.pending_units.clear();
         self.group = None;
         let frontier = vsl.frontier_leb();
@@ -500,7 +513,15 @@ impl Media {
         for e in &events {
             self.apply(e);
         }
-        let c = self.snapshot(&vsl);
+        let c = if events.is_empty() {
+            Checkpoint {
+                seq: vsl.stats().host_sectors_written,
+                horizon: self.leb_serial[frontier as usize],
+                map: records.iter().map(|r| (r.lba, r.psa, r.seq)).collect(),
+            }
+        } else {
+            self.snapshot(&vsl)
+        };
         self.write_checkpoint(c, false);
         Ok((vsl, rep))
     }
@@ -553,6 +574,8 @@ pub struct CampaignReport {
     pub trims_acked: u64,
     /// Sector read-backs checked against the reference after the cuts.
     pub sectors_checked: u64,
+    /// Cuts after which every sector was read back.
+    pub full_checks: u64,
     /// Cuts that fell inside an atomic write.
     pub cuts_in_atomic: u64,
     /// Cuts that tore a checkpoint write.
@@ -628,6 +651,9 @@ struct Reference {
 }
 
 const CORRUPT: u64 = u64::MAX;
+/// Every this many cuts (and after the last) the campaign reads back every
+/// sector, not only those the cut could have touched.
+pub const FULL_CHECK_EVERY: u64 = 16;
 
 /// Runs `cfg.cuts` power cuts: between two cuts a random number of host
 /// writes, trims and atomic writes (and the checkpoints they bring); then
@@ -662,6 +688,8 @@ pub fn run_campaign(
     let mut now = Nanos::ZERO;
     let mut rec_sum = 0f64;
     let mut lebs_sum = 0f64;
+    // Sectors to check after the next cut besides the full checks.
+    let mut suspects: Vec<u64> = Vec::new();
     for cut in 0..cfg.cuts {
         let calls = 1 + prng.below(cfg.max_calls as u64);
         let mut inflight: BTreeMap<u64, u64> = BTreeMap::new();
@@ -710,6 +738,7 @@ pub fn run_campaign(
                 }
                 for &(l, v) in &changes {
                     reference.acked[l as usize] = v;
+                    suspects.push(l);
                 }
                 match call {
                     Call::Trim(..) => rep.trims_acked += 1,
@@ -727,6 +756,7 @@ pub fn run_campaign(
                 continue;
             }
             // The cut.
+            suspects.extend(media.buffered_lbas().into_iter().map(u64::from));
             if let Call::Checkpoint = call {
                 rep.torn_checkpoints += 1;
                 let c = media.snapshot(&vsl);
@@ -758,6 +788,20 @@ pub fn run_campaign(
         // Recover and check.
         let counts = vsl.nand.erase_counts().to_vec();
         let (recovered, rr) = media.recover_vsl(&ftl, cfg.protect.fault, &counts)?;
+        // Every sector written, trimmed or buffered since the last cut,
+        // every sector the recovery maps elsewhere than the lost device
+        // did, and, every FULL_CHECK_EVERY cuts and at the end, all.
+        let full = (cut + 1) % FULL_CHECK_EVERY == 0 || cut + 1 == cfg.cuts;
+        if full {
+            rep.full_checks += 1;
+            suspects.clear();
+            suspects.extend(0..user);
+        } else {
+            suspects.extend(inflight.keys().copied());
+            suspects.extend((0..user).filter(|&l| vsl.lookup(l) != recovered.lookup(l)));
+            suspects.sort_unstable();
+            suspects.dedup();
+        }
         vsl = recovered;
         now = Nanos::ZERO;
         rep.cuts += 1;
@@ -774,7 +818,7 @@ pub fn run_campaign(
             None => 0,
             Some(psa) => media.read_back(psa, lba as u32).unwrap_or(CORRUPT),
         };
-        for lba in 0..user {
+        for &lba in &suspects {
             let got = read(lba);
             let want = reference.acked[lba as usize];
             if want != 0 {
@@ -830,6 +874,7 @@ pub fn run_campaign(
                 reference.acked[lba as usize] = read(lba);
             }
         }
+        suspects.clear();
         progress(cut + 1);
     }
     if rep.cuts > 0 {
@@ -876,4 +921,29 @@ pub fn recovery_after_fill(
     }
     media.power_cut(None, true);
     Ok(media.recover(&ftl, Fault::None).2)
+}
+
+/// The baseline of a campaign's wall-clock cost: the same generator of
+/// host calls, as many calls as `cfg.cuts` cuts would bring on average,
+/// on a plain VSL with no power log, no cut, no recovery and no check.
+/// Returns the host calls made.
+pub fn run_plain(cfg: &CampaignConfig) -> Result<u64, FtlError> {
+    let mut vsl = Vsl::new(cfg.ftl.clone())?;
+    let atomic_max = vsl.max_atomic_sectors().min(128);
+    let mut prng = Prng::from_seed(cfg.seed);
+    let mut now = Nanos::ZERO;
+    let mut calls = 0u64;
+    for _ in 0..cfg.cuts {
+        let n = 1 + prng.below(cfg.max_calls as u64);
+        for _ in 0..n {
+            match gen_call(&mut prng, cfg, atomic_max) {
+                Call::Write(s, c) => now = vsl.write(now, s, c)?,
+                Call::Trim(s, c) => vsl.trim(s, c)?,
+                Call::Atomic(w, t) => now = vsl.atomic_write(now, &w, &t)?,
+                Call::Checkpoint => {}
+            }
+            calls += 1;
+        }
+    }
+    Ok(calls)
 }
