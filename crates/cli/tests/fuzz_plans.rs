@@ -22,9 +22,8 @@ fn seed() -> u64 {
 }
 
 const PLAN: &str = "scale = 0.01\nduration = \"2s\"\nprofile = \"4k-randwrite\"\n\
-[grid]\nformat = [\"stock\", \"hp\"]\nthreads = [1, 4]\n[[runs]]\nqd = 8\nbs = \"4k\"\n";
-const JSON: &str =
-    r#"{"scale": 0.01, "duration": "2s", "grid": {"qd": [1, 2]}, "runs": [{"bs": "8k"}]}"#;
+format = [\"stock\", \"hp\"]\nthreads = [1, 4]\n[[runs]]\nqd = 8\nbs = \"4k\"\n";
+const JSON: &str = r#"{"scale": 0.01, "duration": "2s", "qd": [1, 2], "runs": [{"bs": "8k"}]}"#;
 
 fn mutate(prng: &mut Prng, text: &str) -> String {
     let alphabet = b"[]{}=\"',:.0123456789abcdefghijklmnopqrstuvwxyz_-\n ";
