@@ -433,9 +433,12 @@ impl Media {
         }
         let mut floor = ck.seq.max(max_seq);
         for n in &self.notes {
-            // A note of an incomplete group (or one that left no record)
-            // does not count.
-            if n.group != (0, 0) && !keep(n.group) {
+            // A note of an incomplete group does not count; a group with
+            // no record left counts if anything newer is on the media (its
+            // records were overwritten since), not if nothing is (it was
+            // cut before its first sector).
+            let g = n.group;
+            if g != (0, 0) && !keep(g) && (groups.contains_key(&g) || max_seq <= g.1) {
                 continue;
             }
             floor = floor.max(n.floor);

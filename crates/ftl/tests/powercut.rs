@@ -76,6 +76,25 @@ fn campaigns_lose_nothing() {
 }
 
 #[test]
+fn campaigns_without_periodic_checkpoints_lose_nothing() {
+    // Long scan windows: GC erases units opened since the checkpoint.
+    for (i, mode) in [GcMode::Paced, GcMode::Legacy].into_iter().enumerate() {
+        let seed = 0x11b0 + i as u64;
+        let mut c = CampaignConfig::new(small(4096, mode), 300, seed);
+        c.protect.checkpoint_lebs = 0;
+        c.max_calls = 60;
+        let r = run_campaign(&c, |_| {}).unwrap();
+        assert_eq!(
+            r.failures(),
+            0,
+            "seed {seed} ({mode:?}): {:?}",
+            r.first_failure
+        );
+        assert!(r.avg_lebs_scanned > 2.0, "{r:?}");
+    }
+}
+
+#[test]
 fn campaign_is_deterministic() {
     let a = campaign(small(4096, GcMode::Paced), 50, 7, Fault::None);
     let b = campaign(small(4096, GcMode::Paced), 50, 7, Fault::None);
