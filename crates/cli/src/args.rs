@@ -44,6 +44,56 @@ pub enum Command {
     Erase(blockdev::manage::EraseArgs),
     /// Live web dashboard of attached cards and running simulations (127.0.0.1:8080).
     Serve(web::ServeArgs),
+    /// Power-cut campaign: cut power at random NAND operation boundaries, recover, check every acknowledged write.
+    Torture(TortureArgs),
+}
+
+/// `vsl torture`: a randomized, deterministic power-cut campaign in virtual
+/// time on ioMemory device 0 of a (scaled) card.
+#[derive(Args, Debug, Clone)]
+pub struct TortureArgs {
+    /// Number of power cuts.
+    #[arg(long, default_value_t = 1000)]
+    pub power_cuts: u64,
+    /// Seed: the same seed and options give the same campaign.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Device preset (see `vsl devices`).
+    #[arg(long, default_value = "iodrive-duo-640-mlc")]
+    pub device: String,
+    /// Low-level format: stock, hp, improved-write or max-write.
+    #[arg(long, default_value = "stock")]
+    pub format: String,
+    /// Fraction of the card modelled (every cut rebuilds the whole map, so keep it small).
+    #[arg(long, default_value = "0.001", allow_hyphen_values = true)]
+    pub scale: String,
+    /// Logical sector size: 512 or 4096.
+    #[arg(long, default_value = "4096")]
+    pub sector_size: String,
+    /// GC mode: paced or legacy.
+    #[arg(long, default_value = "paced")]
+    pub gc_mode: String,
+    /// Erase units opened between map checkpoints (default: 1/16 of the log; 0: only at format and after recovery).
+    #[arg(long)]
+    pub checkpoint_lebs: Option<u32>,
+    /// Host calls (writes, trims, atomic writes) between two cuts: uniform in 1..=N.
+    #[arg(long, default_value_t = 200)]
+    pub max_calls: u32,
+    /// Break a protection mechanism on purpose (none, skip-drain, skip-scan, keep-incomplete-groups): the campaign must then fail.
+    #[arg(long, default_value = "none", hide = true)]
+    pub fault: String,
+    /// Run the same host calls without cuts, recovery or checks, and report their wall-clock rate (the baseline of bench/torture.sh).
+    #[arg(long)]
+    pub baseline: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Progress as a line on stderr every 1000 cuts (for logs, instead of the bar).
+    #[arg(long)]
+    pub progress_lines: bool,
 }
 
 /// The card and how it is formatted.

@@ -11,6 +11,7 @@ pub mod args;
 pub mod cmd_devices;
 pub mod cmd_review;
 pub mod cmd_run;
+pub mod cmd_torture;
 pub mod cmd_validate;
 pub mod health_series;
 pub mod output;

@@ -2,7 +2,7 @@
 //! model lives in the library crates, the glue in this crate's library.
 
 use clap::Parser;
-use vsl_cli::{args, cmd_devices, cmd_review, cmd_run, cmd_validate, sweep};
+use vsl_cli::{args, cmd_devices, cmd_review, cmd_run, cmd_torture, cmd_validate, sweep};
 
 fn main() {
     let cli = args::Cli::parse();
@@ -19,6 +19,7 @@ fn main() {
         args::Command::Format(a) => blockdev::manage::run_format(a),
         args::Command::Erase(a) => blockdev::manage::run_erase(a),
         args::Command::Serve(a) => web::run_serve(a),
+        args::Command::Torture(a) => cmd_torture::torture(a),
     };
     if let Err(e) = result {
         eprintln!("vsl: error: {e:#}");

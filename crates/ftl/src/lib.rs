@@ -38,10 +38,15 @@
 //! queued programs ([`ReadPolicy`]).
 //!
 
+#[doc(hidden)]
+pub mod fuzzing;
+pub mod protect;
 mod vsl;
 
 pub use nand::ReadPolicy;
-pub use vsl::{FtlConfig, FtlError, FtlStats, GcMode, GcPolicy, MediaEvent, OobRecord, Vsl};
+pub use vsl::{
+    FtlConfig, FtlError, FtlStats, GcMode, GcPolicy, MediaEvent, OobRecord, PowerEvent, Vsl,
+};
 
 /// Steady-state write amplification of greedy GC under uniform random
 /// single-sector writes, in the large-block limit:

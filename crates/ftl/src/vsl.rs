@@ -4,6 +4,8 @@ use sim::Nanos;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+mod atomic;
+
 const UNMAPPED: u32 = u32::MAX;
 
 /// How GC picks the erase unit to reclaim.
@@ -68,6 +70,8 @@ pub enum FtlError {
     },
     #[error("invalid FTL configuration: {0}")]
     Config(String),
+    #[error("atomic write refused: {0}")]
+    Atomic(String),
 }
 
 /// Everything needed to build one device's FTL.
@@ -340,6 +344,10 @@ pub struct Vsl {
     /// GC moves and erases for a data store keyed by physical slot; `None`
     /// (the default) costs one branch per GC run and nothing per write.
     media_log: Option<Vec<MediaEvent>>,
+    /// Every placement, program, erase and trim for the power-cut model
+    /// (`crate::protect`); `None` (the default) costs one branch per
+    /// placed sector and per program.
+    power_log: Option<Vec<PowerEvent>>,
     stats: FtlStats,
 }
 
@@ -358,6 +366,39 @@ pub enum MediaEvent {
     },
     /// Erase unit `leb` (slots `leb * slots_per_leb ..`) was erased.
     Erased { leb: u32 },
+}
+
+/// What the power-cut model (`crate::protect`) replays onto its media:
+/// recorded only after [`Vsl::enable_power_log`], in the order the VSL
+/// issued them. `Programmed` and `Erased` are NAND operations (the points
+/// where a power cut may fall); the others are instantaneous.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PowerEvent {
+    /// Logical sector `lba` (sequence number `seq`) entered the write
+    /// buffer for slot `psa`; `from` is the slot a GC move copies (its
+    /// out-of-band record goes with it), `u32::MAX` for host data.
+    Placed {
+        psa: u32,
+        lba: u32,
+        seq: u64,
+        from: u32,
+    },
+    /// Write unit `unit` (slots `unit * slots_per_unit ..`) was programmed,
+    /// completing at `done`.
+    Programmed { unit: u32, done: Nanos },
+    /// Erase unit `leb` was erased, completing at `done`.
+    Erased { leb: u32, done: Nanos },
+    /// Erase unit `leb` became the log frontier.
+    Opened { leb: u32 },
+    /// A trim: sectors `start..start + count` hold no data written with a
+    /// sequence number up to `floor`.
+    Trimmed { start: u64, count: u64, floor: u64 },
+    /// An atomic write of sequence numbers `first..=last` begins (its
+    /// sectors' out-of-band records carry the group; the one with `last`
+    /// marks its end).
+    AtomicBegin { first: u64, last: u64 },
+    /// The atomic write's sectors and trims are all in the buffer.
+    AtomicEnd,
 }
 
 /// One slot's out-of-band record as a store read it back: the logical
@@ -422,6 +463,7 @@ impl Vsl {
             gc_budget_at: Nanos::ZERO,
             gc_group: Vec::new(),
             media_log: None,
+            power_log: None,
             spu,
             spl,
             cfg,
@@ -542,6 +584,14 @@ impl Vsl {
     /// no longer moves them.
     pub fn trim(&mut self, start: u64, count: u64) -> Result<(), FtlError> {
         self.check_range(start, count)?;
+        if let Some(log) = self.power_log.as_mut() {
+            let floor = self.stats.host_sectors_written;
+            log.push(PowerEvent::Trimmed {
+                start,
+                count,
+                floor,
+            });
+        }
         for lba in start..start + count {
             let old = self.l2p[lba as usize];
             if old != UNMAPPED {
@@ -654,6 +704,20 @@ impl Vsl {
         }
         self.l2p[lba as usize] = psa;
         self.p2l[psa as usize] = lba;
+        if let Some(log) = self.power_log.as_mut() {
+            let (seq, from) = match origin {
+                Origin::Host(seq) => (seq, UNMAPPED),
+                Origin::Moved(from) => {
+                    (self.oob_seq.get(from as usize).copied().unwrap_or(0), from)
+                }
+            };
+            log.push(PowerEvent::Placed {
+                psa,
+                lba,
+                seq,
+                from,
+            });
+        }
         self.leb_valid[self.frontier_leb as usize] += 1;
         self.frontier_next += 1;
         self.open_unit_ready = self.open_unit_ready.max(t);
@@ -668,6 +732,9 @@ impl Vsl {
         let done = self
             .nand
             .program_unit(self.open_unit_ready, self.bank_of_unit(unit));
+        if let Some(log) = self.power_log.as_mut() {
+            log.push(PowerEvent::Programmed { unit, done });
+        }
         if self.open_unit_host_slots > 0 {
             self.buffer.push_back((done, self.open_unit_host_slots));
         }
@@ -692,6 +759,9 @@ impl Vsl {
         self.leb_state[leb as usize] = LebState::Open;
         self.frontier_leb = leb;
         self.frontier_next = 0;
+        if let Some(log) = self.power_log.as_mut() {
+            log.push(PowerEvent::Opened { leb });
+        }
         // A stall starts once free units are down to `reserve - stall` and
         // lasts until one more than that is free again, the new frontier
         // counted as `stall` units: on a full-size card (stall 1) this is
@@ -817,9 +887,12 @@ impl Vsl {
             self.leb_valid[victim as usize], 0,
             "victim still holds data"
         );
-        self.nand.erase_leb(t, victim);
+        let done = self.nand.erase_leb(t, victim);
         if let Some(log) = self.media_log.as_mut() {
             log.push(MediaEvent::Erased { leb: victim });
+        }
+        if let Some(log) = self.power_log.as_mut() {
+            log.push(PowerEvent::Erased { leb: victim, done });
         }
         self.leb_state[victim as usize] = LebState::Free;
         self.free
@@ -998,9 +1071,12 @@ impl Vsl {
         let base = v.leb * self.spl;
         let Some(psa) = self.next_valid(base + v.next, base + self.spl) else {
             assert_eq!(self.leb_valid[v.leb as usize], 0, "victim still holds data");
-            self.nand.erase_leb(t, v.leb);
+            let done = self.nand.erase_leb(t, v.leb);
             if let Some(log) = self.media_log.as_mut() {
                 log.push(MediaEvent::Erased { leb: v.leb });
+            }
+            if let Some(log) = self.power_log.as_mut() {
+                log.push(PowerEvent::Erased { leb: v.leb, done });
             }
             self.leb_state[v.leb as usize] = LebState::Free;
             self.victim = None;
@@ -1187,7 +1263,21 @@ impl Vsl {
         seq_floor: u64,
         erase_counts: Option<&[u32]>,
     ) -> Result<Vsl, FtlError> {
+        Vsl::recover_at(cfg, records, seq_floor, erase_counts, None)
+    }
+
+    /// [`Vsl::recover`], continuing the log in erase unit `resume.0` from
+    /// slot `resume.1` (the first unprogrammed write unit of the unit that
+    /// was the frontier) instead of opening a free one.
+    pub fn recover_at(
+        cfg: FtlConfig,
+        records: &[OobRecord],
+        seq_floor: u64,
+        erase_counts: Option<&[u32]>,
+        resume: Option<(u32, u32)>,
+    ) -> Result<Vsl, FtlError> {
         let mut vsl = Vsl::new(cfg)?;
+        let resume = resume.filter(|&(leb, next)| leb < vsl.cfg.usable_lebs() && next < vsl.spl);
         if !vsl.cfg.track_sequence {
             return Err(FtlError::Config(
                 "recovery needs out-of-band sequence numbers (track_sequence)".into(),
@@ -1225,7 +1315,11 @@ impl Vsl {
         }
         vsl.free.clear();
         for leb in 0..vsl.cfg.usable_lebs() {
-            if vsl.leb_valid[leb as usize] > 0 {
+            if let Some((r, next)) = resume.filter(|r| r.0 == leb) {
+                vsl.leb_state[r as usize] = LebState::Open;
+                vsl.frontier_leb = r;
+                vsl.frontier_next = next;
+            } else if vsl.leb_valid[leb as usize] > 0 {
                 vsl.leb_state[leb as usize] = LebState::Closed;
             } else {
                 vsl.leb_state[leb as usize] = LebState::Free;
@@ -1235,14 +1329,16 @@ impl Vsl {
                 vsl.free.push(Reverse((vsl.nand.erase_count(leb), leb)));
             }
         }
-        let Some(Reverse((_, frontier))) = vsl.free.pop() else {
-            return Err(FtlError::Config(
-                "recovered device has no free erase unit for the log frontier".into(),
-            ));
-        };
-        vsl.leb_state[frontier as usize] = LebState::Open;
-        vsl.frontier_leb = frontier;
-        vsl.frontier_next = 0;
+        if resume.is_none() {
+            let Some(Reverse((_, frontier))) = vsl.free.pop() else {
+                return Err(FtlError::Config(
+                    "recovered device has no free erase unit for the log frontier".into(),
+                ));
+            };
+            vsl.leb_state[frontier as usize] = LebState::Open;
+            vsl.frontier_leb = frontier;
+            vsl.frontier_next = 0;
+        }
         vsl.stats.host_sectors_written = max_seq;
         Ok(vsl)
     }

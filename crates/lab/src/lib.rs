@@ -11,6 +11,7 @@
 //! - [`LatencyStats`]: exact mean / max / standard deviation plus
 //!   HDR-histogram percentiles.
 
+pub mod dbpages;
 pub mod review;
 mod runner;
 mod stats;

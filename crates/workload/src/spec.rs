@@ -51,6 +51,9 @@ impl BlockSizes {
                 None => (part, None),
             };
             let size = parse_size(size).map_err(SpecError::Invalid)?;
+            if size == 0 {
+                return invalid(format!("bssplit block size '{part}' in '{s}' is zero"));
+            }
             match weight {
                 Some(w) => total += w,
                 None => unweighted += 1,

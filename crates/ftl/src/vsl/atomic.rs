@@ -1,0 +1,183 @@
+//! Atomic vectored writes (the card's native API) and the hooks of the
+//! power-cut model (`crate::protect`).
+
+use super::{FtlError, GcMode, LebState, Origin, PowerEvent, Vsl};
+use sim::Nanos;
+
+impl Vsl {
+    /// Starts recording [`PowerEvent`]s; drain them with
+    /// [`Vsl::drain_power_log`] after every call.
+    pub fn enable_power_log(&mut self) {
+        if self.power_log.is_none() {
+            self.power_log = Some(Vec::with_capacity(4 * self.spu as usize));
+        }
+    }
+
+    /// Moves the recorded events, oldest first, into `out`.
+    pub fn drain_power_log(&mut self, out: &mut Vec<PowerEvent>) {
+        if let Some(log) = self.power_log.as_mut() {
+            out.append(log);
+        }
+    }
+
+    /// The erase unit the log is filling.
+    pub fn frontier_leb(&self) -> u32 {
+        self.frontier_leb
+    }
+
+    /// Physical slots in one write unit.
+    pub fn slots_per_unit(&self) -> u32 {
+        self.spu
+    }
+
+    /// The largest atomic write, in sectors: the write buffer.
+    pub fn max_atomic_sectors(&self) -> u64 {
+        self.buffer_cap
+    }
+
+    /// Writes every range of `writes` and trims every range of `trims`
+    /// (`(start, count)` in sectors) all-or-nothing across a power cut, the
+    /// host's data ready at `ready`; returns when the write may be
+    /// acknowledged. The sectors get consecutive sequence numbers in the
+    /// order given; their out-of-band records carry the group, the last
+    /// one marks its end, and recovery discards a group whose end is not
+    /// on the media (`crate::protect`); the trims are noted first, with
+    /// the group, and count only with it. Log space for the whole group is
+    /// made (by GC) before any of it is placed, and no GC runs while it is
+    /// placed, so the data it replaces stays on the media until the group
+    /// is whole. Ranges must not overlap; the written sectors must fit in
+    /// the write buffer.
+    pub fn atomic_write(
+        &mut self,
+        ready: Nanos,
+        writes: &[(u64, u64)],
+        trims: &[(u64, u64)],
+    ) -> Result<Nanos, FtlError> {
+        let mut all: Vec<(u64, u64)> = writes.iter().chain(trims).copied().collect();
+        if all.is_empty() {
+            return Err(FtlError::Atomic("no range to write or trim".into()));
+        }
+        for &(start, count) in &all {
+            self.check_range(start, count)?;
+        }
+        all.sort_unstable();
+        if let Some(w) = all.windows(2).find(|w| w[0].0 + w[0].1 > w[1].0) {
+            return Err(FtlError::Atomic(format!(
+                "ranges {}+{} and {}+{} overlap",
+                w[0].0, w[0].1, w[1].0, w[1].1
+            )));
+        }
+        let total: u64 = writes.iter().map(|r| r.1).sum();
+        if total > self.buffer_cap {
+            return Err(FtlError::Atomic(format!(
+                "{total} sectors exceed the {} sectors of the power-cut-protected buffer",
+                self.buffer_cap
+            )));
+        }
+        self.nand.advance(ready);
+        self.make_room(ready, total)?;
+        if total > 0 {
+            if let Some(log) = self.power_log.as_mut() {
+                let first = self.stats.host_sectors_written + 1;
+                log.push(PowerEvent::AtomicBegin {
+                    first,
+                    last: first + total - 1,
+                });
+            }
+        }
+        // The trims first: their notes carry the group, so they count only
+        // if the group's last sector reaches the media.
+        for &(start, count) in trims {
+            self.trim(start, count)?;
+        }
+        let mut t = ready;
+        let mut seq = self.stats.host_sectors_written;
+        for &(start, count) in writes {
+            let mut lba = start;
+            let end = start + count;
+            while lba < end {
+                let chunk = (end - lba).min(self.spu as u64);
+                t = self.admit(t, chunk);
+                for l in lba..lba + chunk {
+                    seq += 1;
+                    self.place(t, l as u32, Origin::Host(seq));
+                }
+                lba += chunk;
+            }
+        }
+        self.stats.host_sectors_written += total;
+        if total > 0 {
+            if let Some(log) = self.power_log.as_mut() {
+                log.push(PowerEvent::AtomicEnd);
+            }
+            if self.cfg.gc_mode == GcMode::Paced {
+                self.pace(t, total);
+            }
+        }
+        Ok(t)
+    }
+
+    /// Runs foreground GC until `sectors` fit in free erase units beyond
+    /// the GC reserve, so placing them needs no GC.
+    fn make_room(&mut self, t: Nanos, sectors: u64) -> Result<(), FtlError> {
+        let needed = sectors.div_ceil(self.spl as u64) as usize + 1;
+        let want = self.cfg.gc_reserve_lebs as usize + needed;
+        let mut rounds = 0u32;
+        while self.free.len() < want {
+            rounds += 1;
+            let reclaimable = self.victim.is_some()
+                || self
+                    .leb_state
+                    .iter()
+                    .zip(&self.leb_valid)
+                    .any(|(s, &v)| *s == LebState::Closed && v < self.spl);
+            if !reclaimable && !self.gc_group.is_empty() {
+                // Erased units held back for their group are usable now.
+                self.release_gc_group();
+                continue;
+            }
+            if rounds > 2 * self.cfg.geometry.lebs() || !reclaimable {
+                return Err(FtlError::Atomic(format!(
+                    "no room for {sectors} sectors: GC cannot free {want} erase units"
+                )));
+            }
+            match self.cfg.gc_mode {
+                GcMode::Legacy => self.collect_one(t),
+                GcMode::Paced => {
+                    if self.victim.is_none() && !self.start_victim() {
+                        return Err(FtlError::Atomic(format!(
+                            "no room for {sectors} sectors: nothing to collect"
+                        )));
+                    }
+                    self.finish_victim(t);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs GC at `t` until the GC reserve is free again (after a
+    /// recovery that found GC mid-way); stops early if nothing can be
+    /// reclaimed.
+    pub fn restore_reserve(&mut self, t: Nanos) {
+        let want = self.cfg.gc_reserve_lebs as usize;
+        for _ in 0..2 * self.cfg.geometry.lebs() {
+            if self.free.len() >= want {
+                return;
+            }
+            if !self.gc_group.is_empty() {
+                self.release_gc_group();
+                continue;
+            }
+            let reclaimable = self
+                .leb_state
+                .iter()
+                .zip(&self.leb_valid)
+                .any(|(s, &v)| *s == LebState::Closed && v < self.spl);
+            if !reclaimable {
+                return;
+            }
+            self.collect_one(t);
+        }
+    }
+}

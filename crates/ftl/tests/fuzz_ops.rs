@@ -1,0 +1,36 @@
+//! Stable-Rust fuzzing of the FTL targets (`ftl::fuzzing`, also the
+//! cargo-fuzz targets `ftl_ops` and `power_cuts` in `fuzz/`): random byte
+//! strings. `FUZZ_CASES` (default 1000 and 200) and `FUZZ_SEED` set the run;
+//! `bench/fuzz.sh` runs many more. A failure prints its seed and input.
+
+use sim::Prng;
+
+fn run(name: &str, default: u64, len: u64, target: fn(&[u8])) {
+    let cases = std::env::var("FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default);
+    let seed = std::env::var("FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x11a7u64);
+    let mut prng = Prng::from_seed(seed);
+    for case in 0..cases {
+        let n = prng.below(len);
+        let data: Vec<u8> = (0..n).map(|_| prng.below(256) as u8).collect();
+        let r = std::panic::catch_unwind(|| target(&data));
+        if r.is_err() {
+            panic!("{name}: case {case} (FUZZ_SEED={seed}) failed on {data:?}");
+        }
+    }
+}
+
+#[test]
+fn ftl_operation_sequences_match_the_reference() {
+    run("ftl_ops", 1000, 2000, ftl::fuzzing::ftl_ops);
+}
+
+#[test]
+fn short_power_cut_campaigns_lose_nothing() {
+    run("power_cuts", 200, 16, ftl::fuzzing::power_cuts);
+}
