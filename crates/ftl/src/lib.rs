@@ -41,7 +41,10 @@
 mod vsl;
 
 pub use nand::ReadPolicy;
-pub use vsl::{FtlConfig, FtlError, FtlStats, GcMode, GcPolicy, MediaEvent, OobRecord, Vsl};
+pub use vsl::{
+    content_tag, poisson_tail, FtlConfig, FtlError, FtlStats, GcMode, GcPolicy, MediaConfig,
+    MediaEvent, OobRecord, ReliabilityConfig, ReliabilityStats, Vsl, REBUILD_SHARE,
+};
 
 /// Steady-state write amplification of greedy GC under uniform random
 /// single-sector writes, in the large-block limit:

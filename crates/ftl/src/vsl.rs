@@ -4,6 +4,11 @@ use sim::Nanos;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+mod flashback;
+mod media;
+pub use flashback::{content_tag, ReliabilityConfig, ReliabilityStats, REBUILD_SHARE};
+pub use media::{poisson_tail, MediaConfig};
+
 const UNMAPPED: u32 = u32::MAX;
 
 /// How GC picks the erase unit to reclaim.
@@ -68,6 +73,10 @@ pub enum FtlError {
     },
     #[error("invalid FTL configuration: {0}")]
     Config(String),
+    /// A read touched sectors lost to media failure beyond parity (an I/O
+    /// error); `done` is when the read completed.
+    #[error("I/O error: {count} sector(s) from {lba} were lost (a die or ECC failure beyond Flashback parity)")]
+    Lost { lba: u64, count: u64, done: Nanos },
 }
 
 /// Everything needed to build one device's FTL.
@@ -340,6 +349,10 @@ pub struct Vsl {
     /// GC moves and erases for a data store keyed by physical slot; `None`
     /// (the default) costs one branch per GC run and nothing per write.
     media_log: Option<Vec<MediaEvent>>,
+    /// Flashback parity, die failures and media errors
+    /// ([`Vsl::enable_reliability`]); `None` (the default) costs one branch
+    /// per I/O, placed sector, programmed unit and erase.
+    rel: Option<Box<flashback::Reliability>>,
     stats: FtlStats,
 }
 
@@ -422,6 +435,7 @@ impl Vsl {
             gc_budget_at: Nanos::ZERO,
             gc_group: Vec::new(),
             media_log: None,
+            rel: None,
             spu,
             spl,
             cfg,
@@ -476,6 +490,9 @@ impl Vsl {
     pub fn write(&mut self, ready: Nanos, start: u64, count: u64) -> Result<Nanos, FtlError> {
         self.check_range(start, count)?;
         self.nand.advance(ready);
+        if self.rel.is_some() {
+            self.rel_before_io(ready, Some((start, count)));
+        }
         // Legacy GC collects a whole unit whenever a write finds the array
         // idle; paced GC's budget already grows in idle time.
         if self.cfg.gc_mode == GcMode::Legacy
@@ -509,6 +526,9 @@ impl Vsl {
     pub fn read(&mut self, ready: Nanos, start: u64, count: u64) -> Result<Nanos, FtlError> {
         self.check_range(start, count)?;
         self.nand.advance(ready);
+        if self.rel.is_some() {
+            return self.read_reliable(ready, start, count);
+        }
         let mut done = ready;
         let open_unit = self.open_unit_id();
         let mut i = start;
@@ -542,6 +562,9 @@ impl Vsl {
     /// no longer moves them.
     pub fn trim(&mut self, start: u64, count: u64) -> Result<(), FtlError> {
         self.check_range(start, count)?;
+        if self.rel.is_some() {
+            self.rel_before_io(self.last_admit, Some((start, count)));
+        }
         for lba in start..start + count {
             let old = self.l2p[lba as usize];
             if old != UNMAPPED {
@@ -654,6 +677,9 @@ impl Vsl {
         }
         self.l2p[lba as usize] = psa;
         self.p2l[psa as usize] = lba;
+        if self.rel.is_some() {
+            self.rel_place(t, psa, lba, origin);
+        }
         self.leb_valid[self.frontier_leb as usize] += 1;
         self.frontier_next += 1;
         self.open_unit_ready = self.open_unit_ready.max(t);
@@ -668,6 +694,9 @@ impl Vsl {
         let done = self
             .nand
             .program_unit(self.open_unit_ready, self.bank_of_unit(unit));
+        if self.rel.is_some() {
+            self.rel_programmed(unit, done);
+        }
         if self.open_unit_host_slots > 0 {
             self.buffer.push_back((done, self.open_unit_host_slots));
         }
@@ -779,6 +808,11 @@ impl Vsl {
     /// so reads on all banks overlap instead of waiting behind programs.
     fn collect_one(&mut self, t: Nanos) {
         let victim = self.select_victim();
+        self.collect_leb(t, victim);
+    }
+
+    /// Reclaims erase unit `victim` (closed) as [`Vsl::collect_one`] does.
+    fn collect_leb(&mut self, t: Nanos, victim: u32) {
         self.stats.gc_runs += 1;
         let base = victim * self.spl;
         let sector = self.cfg.sector_bytes as u64;
@@ -818,6 +852,9 @@ impl Vsl {
             "victim still holds data"
         );
         self.nand.erase_leb(t, victim);
+        if self.rel.is_some() {
+            self.rel_erased(victim);
+        }
         if let Some(log) = self.media_log.as_mut() {
             log.push(MediaEvent::Erased { leb: victim });
         }
@@ -999,6 +1036,9 @@ impl Vsl {
         let Some(psa) = self.next_valid(base + v.next, base + self.spl) else {
             assert_eq!(self.leb_valid[v.leb as usize], 0, "victim still holds data");
             self.nand.erase_leb(t, v.leb);
+            if self.rel.is_some() {
+                self.rel_erased(v.leb);
+            }
             if let Some(log) = self.media_log.as_mut() {
                 log.push(MediaEvent::Erased { leb: v.leb });
             }
