@@ -109,6 +109,9 @@ struct FailedDie {
     /// Per erase unit: the die's block there has been replaced by a spare
     /// (rebuilt, or erased after the failure and so written to the spare).
     remapped: Vec<bool>,
+    /// Per write unit: programmed after the failure, its page for this die
+    /// went to the spare block (adaptive only).
+    spared: Vec<bool>,
     adaptive: bool,
     cursor: u32,
     next_at: Nanos,
@@ -197,6 +200,23 @@ impl Vsl {
             refresh: Vec::new(),
             cfg,
         }));
+        // A recovered device already holds data: tag it and compute its
+        // parity as the card wrote it.
+        let upl = g.units_per_leb();
+        for leb in 0..g.lebs() {
+            for u in 0..self.programmed_units(leb) {
+                let unit = leb * upl + u;
+                let mut r = self.rel.take().expect("just set");
+                for psa in unit * self.spu..(unit + 1) * self.spu {
+                    let lba = self.p2l[psa as usize];
+                    if lba != UNMAPPED {
+                        r.tags[psa as usize] = content_tag(lba, self.oob_seq[psa as usize]);
+                    }
+                }
+                self.rel = Some(r);
+                self.rel_programmed(unit, Nanos::ZERO);
+            }
+        }
         Ok(())
     }
 
@@ -336,17 +356,22 @@ impl Vsl {
     }
 
     /// Failed dies of `bank` not yet replaced in erase unit `leb`.
-    fn dead_channels(r: &Reliability, bank: u32, leb: u32) -> impl Iterator<Item = u32> + '_ {
+    fn dead_channels(
+        r: &Reliability,
+        bank: u32,
+        unit: u32,
+        upl: u32,
+    ) -> impl Iterator<Item = u32> + '_ {
         r.failed
             .iter()
-            .filter(move |f| f.bank == bank && !f.remapped[leb as usize])
+            .filter(move |f| f.bank == bank && f.dead_in(unit, upl))
             .map(|f| f.channel)
     }
 
-    fn is_dead(r: &Reliability, bank: u32, ch: u32, leb: u32) -> bool {
+    fn is_dead(r: &Reliability, bank: u32, ch: u32, unit: u32, upl: u32) -> bool {
         r.failed
             .iter()
-            .any(|f| f.bank == bank && f.channel == ch && !f.remapped[leb as usize])
+            .any(|f| f.bank == bank && f.channel == ch && f.dead_in(unit, upl))
     }
 
     /// What slot `psa` reads back: its die's tag, or, when the die has
@@ -354,8 +379,8 @@ impl Vsl {
     /// when the stripe has lost more members than it has parity.
     fn read_tag(&self, r: &Reliability, psa: u32) -> Option<u32> {
         let (bank, ch, row) = self.slot_place(r, psa);
-        let leb = psa / self.spl;
-        if r.failed.is_empty() || !Self::is_dead(r, bank, ch, leb) {
+        let upl = self.cfg.geometry.units_per_leb();
+        if r.failed.is_empty() || !Self::is_dead(r, bank, ch, psa / self.spu, upl) {
             return Some(r.tags[psa as usize]);
         }
         if !r.cfg.parity_rebuild {
@@ -367,8 +392,8 @@ impl Vsl {
     /// Rebuilds data channel `ch`'s tag at `row` of `unit` from the parity
     /// and the other data dies.
     fn reconstruct(&self, r: &Reliability, unit: u32, ch: u32, row: u32, bank: u32) -> Option<u32> {
-        let leb = unit / self.cfg.geometry.units_per_leb();
-        if Self::dead_channels(r, bank, leb).any(|c| c != ch) {
+        let upl = self.cfg.geometry.units_per_leb();
+        if Self::dead_channels(r, bank, unit, upl).any(|c| c != ch) {
             return None;
         }
         let mut v = r.parity[(unit * r.spd + row) as usize];
@@ -390,7 +415,8 @@ impl Vsl {
             Origin::Host(seq) => content_tag(lba, seq),
             Origin::Moved(from) => {
                 let (bank, ch, _) = self.slot_place(&r, from);
-                if !r.failed.is_empty() && Self::is_dead(&r, bank, ch, from / self.spl) {
+                let upl = self.cfg.geometry.units_per_leb();
+                if !r.failed.is_empty() && Self::is_dead(&r, bank, ch, from / self.spu, upl) {
                     // GC reads the rest of the stripe row to rebuild it.
                     let bytes = (r.dc - 1) as u64 * self.cfg.sector_bytes as u64;
                     self.nand.read_unit(t, bank, bytes);
@@ -421,14 +447,24 @@ impl Vsl {
         let upl = self.cfg.geometry.units_per_leb();
         let leb = unit / upl;
         if !r.failed.is_empty() {
+            // An adaptive card writes a failed die's page to its spare
+            // block; a basic one loses it (parity still covers it).
             let bank = self.bank_of_unit(unit);
-            let dead: Vec<u32> = Self::dead_channels(&r, bank, leb).collect();
-            for ch in dead {
+            for f in r.failed.iter_mut() {
+                if f.adaptive && f.bank == bank && f.dead_in(unit, upl) {
+                    f.spared[unit as usize] = true;
+                }
+            }
+            let dead: Vec<u32> = Self::dead_channels(&r, bank, unit, upl).collect();
+            for &ch in &dead {
                 Self::garble_die_page(&mut r, self.spu, unit, ch);
+            }
+            if dead.len() as u32 > r.pc {
+                self.mark_lost(&mut r, unit, &dead);
             }
         }
         if let Some(m) = r.media.as_mut() {
-            m.programmed(leb, unit % upl == 0, done);
+            m.programmed(leb, unit.is_multiple_of(upl), done);
         }
         self.rel = Some(r);
     }
@@ -522,6 +558,14 @@ impl Vsl {
             channel: ch,
             at,
             remapped: vec![false; lebs as usize],
+            spared: vec![
+                false;
+                if adaptive {
+                    r.parity.len() / r.spd as usize
+                } else {
+                    0
+                }
+            ],
             adaptive,
             cursor: 0,
             next_at: at,
@@ -530,24 +574,28 @@ impl Vsl {
         let upl = g.units_per_leb();
         for leb in 0..lebs {
             let programmed = self.programmed_units(leb);
-            let dead: Vec<u32> = Self::dead_channels(r, bank, leb).collect();
-            let beyond_parity = dead.len() as u32 > r.pc;
             for u in (0..programmed).filter(|&u| u % g.banks == bank) {
                 let unit = leb * upl + u;
                 Self::garble_die_page(r, self.spu, unit, ch);
-                if !beyond_parity {
-                    continue;
+                let dead: Vec<u32> = Self::dead_channels(r, bank, unit, upl).collect();
+                if dead.len() as u32 > r.pc {
+                    self.mark_lost(r, unit, &dead);
                 }
-                for &c in dead.iter().filter(|&&c| c < r.dc) {
-                    for row in 0..r.spd {
-                        let s = c * r.spd + row;
-                        let psa = unit * self.spu + s;
-                        if s < self.spu && self.is_valid(psa) {
-                            let lba = self.p2l[psa as usize];
-                            r.lost.insert(lba);
-                            r.lost_ever.insert(lba);
-                        }
-                    }
+            }
+        }
+    }
+
+    /// Records the valid sectors on the failed data dies `dead` of `unit`
+    /// as lost.
+    fn mark_lost(&self, r: &mut Reliability, unit: u32, dead: &[u32]) {
+        for &c in dead.iter().filter(|&&c| c < r.dc) {
+            for row in 0..r.spd {
+                let s = c * r.spd + row;
+                let psa = unit * self.spu + s;
+                if s < self.spu && self.is_valid(psa) {
+                    let lba = self.p2l[psa as usize];
+                    r.lost.insert(lba);
+                    r.lost_ever.insert(lba);
                 }
             }
         }
@@ -581,6 +629,9 @@ impl Vsl {
                     let programmed = self.programmed_units(leb);
                     for u in (0..programmed).filter(|&u| u % g.banks == bank) {
                         let unit = leb * upl + u;
+                        if r.failed[i].adaptive && r.failed[i].spared[unit as usize] {
+                            continue;
+                        }
                         let read = self.nand.read_unit(start, bank, stripe_bytes);
                         self.rebuild_page(r, unit, bank, ch);
                         done = done.max(self.nand.program_page(read, bank, page_bytes));
@@ -605,8 +656,8 @@ impl Vsl {
         let base = unit * self.spu;
         for row in 0..r.spd {
             if ch >= r.dc {
-                let leb = unit / self.cfg.geometry.units_per_leb();
-                let others_dead = Self::dead_channels(r, bank, leb).any(|c| c != ch);
+                let upl = self.cfg.geometry.units_per_leb();
+                let others_dead = Self::dead_channels(r, bank, unit, upl).any(|c| c != ch);
                 if !others_dead {
                     let mut p = 0;
                     for c in 0..r.dc {
@@ -680,7 +731,8 @@ impl Vsl {
             } {
                 n += 1;
             }
-            let leb = unit / self.cfg.geometry.units_per_leb();
+            let upl = self.cfg.geometry.units_per_leb();
+            let leb = unit / upl;
             let bank = self.bank_of_unit(unit);
             let in_buffer = Some(unit) == open_unit;
             let mut degraded = 0u64;
@@ -693,7 +745,7 @@ impl Vsl {
                     continue;
                 }
                 let (b, ch, _) = self.slot_place(&r, p);
-                if !in_buffer && !r.failed.is_empty() && Self::is_dead(&r, b, ch, leb) {
+                if !in_buffer && !r.failed.is_empty() && Self::is_dead(&r, b, ch, unit, upl) {
                     degraded += 1;
                 }
                 let got = if in_buffer {
@@ -740,8 +792,8 @@ impl Vsl {
                         r.stats.uncorrectable_reads += 1;
                         // Flashback rebuilds the chunk from the stripe,
                         // unless the stripe already lost a member.
-                        let stripe_ok =
-                            r.cfg.parity_rebuild && Self::dead_channels(&r, bank, leb).count() == 0;
+                        let stripe_ok = r.cfg.parity_rebuild
+                            && Self::dead_channels(&r, bank, unit, upl).count() == 0;
                         if stripe_ok {
                             r.stats.parity_rebuilt_reads += 1;
                             t = self.nand.read_unit(t, bank, n * r.dc as u64 * sector);
@@ -778,6 +830,15 @@ impl Vsl {
             }),
             None => Ok(done),
         }
+    }
+}
+
+impl FailedDie {
+    /// True when the die's page in write unit `unit` is gone (not on a
+    /// spare block).
+    #[inline]
+    fn dead_in(&self, unit: u32, upl: u32) -> bool {
+        !(self.remapped[(unit / upl) as usize] || (self.adaptive && self.spared[unit as usize]))
     }
 }
 

@@ -64,7 +64,7 @@ impl MediaConfig {
             max_retries: 5,
             retry_factor: 0.5,
             refresh_reads: 100_000,
-            retire_retries: 3,
+            retire_retries: 2,
             seed,
         }
     }
@@ -118,7 +118,7 @@ pub(super) struct MediaState {
 impl MediaState {
     pub(super) fn new(cfg: MediaConfig, lebs: u32, banks: u32) -> MediaState {
         MediaState {
-            prng: Prng::from_seed(cfg.seed ^ 0x4d45_4449_41),
+            prng: Prng::from_seed(cfg.seed ^ 0x004d_4544_4941),
             cfg,
             banks,
             programmed_at: vec![Nanos::ZERO; lebs as usize],
