@@ -105,7 +105,8 @@ pub struct CardArgs {
     #[arg(long, default_value = "on")]
     pub external_power: String,
     /// Fail a NAND die (repeatable): [MEMBER:]DIE[@TIME] (TIME: virtual
-    /// time from the start, default 0). Die = bank × channels + channel;
+    /// time from the start of the measured run, after --precondition and
+    /// --warmup; default 0). Die = bank × channels + channel;
     /// Flashback rebuilds its reads from parity; two dies of one stripe
     /// lose the sectors they shared.
     #[arg(long = "fail-die", value_name = "[MEMBER:]DIE[@TIME]")]

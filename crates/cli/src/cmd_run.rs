@@ -248,6 +248,8 @@ fn run_model(
         cfg.sector_bytes = m.sector_bytes;
     }
     cfg.reliability.seed = a.seed;
+    // --fail-die times count from the start of the measured run.
+    cfg.reliability.defer_failures = true;
     let mut card = Card::new(cfg)?;
     let resolved = spec.resolve(card.capacity_bytes(), card.sector_bytes())?;
     let mut start = Nanos::ZERO;
@@ -264,6 +266,7 @@ fn run_model(
         };
         start = lab::run(&mut card, &resolved, &warm, start, &mut |_| {})?.end;
     }
+    card.arm_die_failures(start)?;
     let measured = std::time::Instant::now();
     let label = format!(
         "vsl run {} {}",

@@ -493,6 +493,23 @@ impl Card {
         self.members.iter().map(|m| m.vsl.stats()).collect()
     }
 
+    /// Schedules the deferred die failures (`reliability.defer_failures`)
+    /// at `start` + their times: a run's failures count from the start of
+    /// its measured part, after preconditioning and warm-up.
+    pub fn arm_die_failures(&mut self, start: Nanos) -> Result<(), DeviceError> {
+        let rel = self.config.reliability.clone();
+        if !rel.defer_failures {
+            return Ok(());
+        }
+        for m in &mut self.members {
+            let f = rel.failures_of(m.id, start);
+            if !f.is_empty() {
+                m.vsl.schedule_die_failures(f)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Card sector of member-local sector `lba` of member index `m`.
     fn card_lba(&self, m: usize, lba: u64) -> u64 {
         if self.members.len() == 1 {

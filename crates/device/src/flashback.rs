@@ -32,6 +32,10 @@ pub struct ReliabilityOptions {
     /// Replaces the default media-error parameters (tests, experiments).
     #[serde(skip)]
     pub media_override: Option<MediaConfig>,
+    /// The failures' times count from [`crate::Card::arm_die_failures`]
+    /// (the start of a measured run) instead of from time 0.
+    #[serde(skip)]
+    pub defer_failures: bool,
 }
 
 impl Default for ReliabilityOptions {
@@ -42,6 +46,7 @@ impl Default for ReliabilityOptions {
             media_errors: false,
             seed: 1,
             media_override: None,
+            defer_failures: false,
         }
     }
 }
@@ -52,15 +57,23 @@ impl ReliabilityOptions {
         self.media_errors || self.fail_dies.iter().any(|f| f.member == member)
     }
 
+    /// Member `member`'s failures as (die, time), times counted from `start`.
+    pub fn failures_of(&self, member: u32, start: Nanos) -> Vec<(u32, Nanos)> {
+        self.fail_dies
+            .iter()
+            .filter(|f| f.member == member)
+            .map(|f| (f.die, Nanos(start.0 + f.at_ns)))
+            .collect()
+    }
+
     /// The FTL's configuration for member `member`.
     pub fn ftl_config(&self, member: u32, rated_cycles: u32, spare_lebs: u32) -> ReliabilityConfig {
         ReliabilityConfig {
-            fail_dies: self
-                .fail_dies
-                .iter()
-                .filter(|f| f.member == member)
-                .map(|f| (f.die, Nanos(f.at_ns)))
-                .collect(),
+            fail_dies: if self.defer_failures {
+                Vec::new()
+            } else {
+                self.failures_of(member, Nanos::ZERO)
+            },
             adaptive: self.adaptive,
             spare_budget_lebs: spare_lebs,
             media: self.media_errors.then(|| {

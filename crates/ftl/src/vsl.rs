@@ -491,7 +491,7 @@ impl Vsl {
         self.check_range(start, count)?;
         self.nand.advance(ready);
         if self.rel.is_some() {
-            self.rel_before_io(ready, Some((start, count)));
+            self.rel_before_io(ready, Some((start, count)), true);
         }
         // Legacy GC collects a whole unit whenever a write finds the array
         // idle; paced GC's budget already grows in idle time.
@@ -563,7 +563,7 @@ impl Vsl {
     pub fn trim(&mut self, start: u64, count: u64) -> Result<(), FtlError> {
         self.check_range(start, count)?;
         if self.rel.is_some() {
-            self.rel_before_io(self.last_admit, Some((start, count)));
+            self.rel_before_io(self.last_admit, Some((start, count)), false);
         }
         for lba in start..start + count {
             let old = self.l2p[lba as usize];

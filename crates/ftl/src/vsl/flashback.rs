@@ -509,9 +509,16 @@ impl Vsl {
     }
 
     /// Hook at the start of every host I/O: injects due die failures,
-    /// advances rebuilds, relocates flagged units, and (writes, trims)
-    /// forgets lost sectors that are being rewritten.
-    pub(super) fn rel_before_io(&mut self, now: Nanos, rewritten: Option<(u64, u64)>) {
+    /// advances rebuilds, and (writes, trims) forgets lost sectors that are
+    /// being rewritten; with `relocate`, moves flagged units. A store that
+    /// mirrors GC moves (`vsl attach`) replays them after writes only, so
+    /// there reads never move data.
+    pub(super) fn rel_before_io(
+        &mut self,
+        now: Nanos,
+        rewritten: Option<(u64, u64)>,
+        relocate: bool,
+    ) {
         let mut r = self.rel.take().expect("checked by the caller");
         if let Some((start, count)) = rewritten {
             if !r.lost.is_empty() {
@@ -529,7 +536,11 @@ impl Vsl {
         if r.failed.iter().any(|f| !f.done) {
             self.advance_rebuilds(&mut r, now);
         }
-        let refresh = std::mem::take(&mut r.refresh);
+        let refresh = if relocate {
+            std::mem::take(&mut r.refresh)
+        } else {
+            Vec::new()
+        };
         self.rel = Some(r);
         if !refresh.is_empty() {
             self.relocate(now, refresh);
@@ -708,7 +719,8 @@ impl Vsl {
         start: u64,
         count: u64,
     ) -> Result<Nanos, FtlError> {
-        self.rel_before_io(ready, None);
+        // With a data store attached (media log on) only writes relocate.
+        self.rel_before_io(ready, None, self.media_log.is_none());
         let mut r = self.rel.take().expect("checked by the caller");
         let sector = self.cfg.sector_bytes as u64;
         let mut done = ready;
