@@ -14,3 +14,5 @@ echo; echo "== issue 4: 100 power cuts"; ./powercut.sh
 echo; echo "== issue 4: pgbench, stock vs hp"; ./pgbench.sh
 echo; echo "== issue 10: cost of the live dashboard on a running simulation"; ./dashboard_cost.sh
 echo; echo "== issue 12: sweep on the local pool vs one after another"; ./sweep_speedup.sh
+echo; echo "== issue 11: Flashback degraded reads and rebuild"; ./flashback.sh
+echo; echo "== issue 11: cost of Flashback and media errors on the simulation"; ./flashback_speed.sh

@@ -12,12 +12,12 @@ use crate::status::StatusReport;
 use crate::store::{CardSpec, Store, StoreHeader};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use device::{Card, CardConfig, Format, MemberSel, Preset};
+use device::{Card, CardConfig, DieFailure, Format, MemberSel, Preset};
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use workload::units::{parse_percent, parse_size};
+use workload::units::{parse_duration_ns, parse_percent, parse_size};
 
 /// `vsl attach`: serve a modelled card as Linux block devices.
 #[derive(Args, Debug, Clone)]
@@ -64,6 +64,18 @@ pub struct AttachArgs {
     /// Stay in the foreground (Ctrl-C detaches) instead of daemonizing.
     #[arg(long)]
     pub foreground: bool,
+    /// Fail a NAND die (repeatable): [MEMBER:]DIE[@TIME], TIME after attach
+    /// (default 0). Die = bank × channels + channel; Flashback rebuilds its
+    /// reads from parity, a second die of the same stripe loses sectors.
+    #[arg(long = "fail-die", value_name = "[MEMBER:]DIE[@TIME]")]
+    pub fail_die: Vec<String>,
+    /// Flashback mode after a die failure: adaptive (rebuild the die into
+    /// reserve space) or basic (stay degraded).
+    #[arg(long, default_value = "adaptive")]
+    pub flashback: String,
+    /// Model raw bit errors, ECC, read retry and read disturb: on or off.
+    #[arg(long, default_value = "off")]
+    pub media_errors: String,
 }
 
 /// `vsl detach`: flush, detach and stop an attached card.
@@ -151,6 +163,85 @@ pub fn card_config(a: &CardSpec) -> Result<CardConfig> {
     Ok(c)
 }
 
+/// Parses `--fail-die [MEMBER:]DIE[@TIME]` for card `c`; the error is one
+/// line naming the option and what is wrong.
+pub fn parse_fail_die(s: &str, c: &CardConfig) -> Result<DieFailure> {
+    let usage = "expected [MEMBER:]DIE[@TIME], e.g. 7, 1:7 or 7@30s";
+    let (spec, at) = match s.split_once('@') {
+        Some((a, t)) => (a, Some(t)),
+        None => (s, None),
+    };
+    let (member, die) = match spec.split_once(':') {
+        Some((m, d)) => (Some(m), d),
+        None => (None, spec),
+    };
+    let die: u32 = die
+        .parse()
+        .map_err(|_| anyhow!("--fail-die: '{s}': die '{die}' is not a number ({usage})"))?;
+    let member = match member {
+        Some(m) => m
+            .parse::<u32>()
+            .map_err(|_| anyhow!("--fail-die: '{s}': member '{m}' is not a number ({usage})"))?,
+        None => match c.member {
+            MemberSel::One(i) => i,
+            MemberSel::All => 0,
+        },
+    };
+    let p = c.preset;
+    if member >= p.members {
+        bail!(
+            "--fail-die: '{s}': ioMemory device {member} does not exist ({} has {})",
+            p.name,
+            p.members
+        );
+    }
+    if let MemberSel::One(i) = c.member {
+        if i != member {
+            bail!("--fail-die: '{s}': ioMemory device {member} is not in use (--member {i})");
+        }
+    }
+    let g = p.geometry;
+    let dies = g.channels * g.banks;
+    if die >= dies {
+        bail!(
+            "--fail-die: '{s}': die {die} is out of range: an ioMemory device of {} has {dies} dies (0..{}; die = bank x {} + channel)",
+            p.name,
+            dies - 1,
+            g.channels
+        );
+    }
+    let at_ns = match at {
+        Some(t) => parse_duration_ns(t).map_err(|e| anyhow!("--fail-die: '{s}': time: {e}"))?,
+        None => 0,
+    };
+    Ok(DieFailure { member, die, at_ns })
+}
+
+/// Sets `c`'s die failures, Flashback mode and media-error model from the
+/// command line (`vsl run` and `vsl attach` spell them the same way).
+pub fn set_reliability(
+    c: &mut CardConfig,
+    fail_die: &[String],
+    flashback: &str,
+    media_errors: &str,
+) -> Result<()> {
+    c.reliability.fail_dies = fail_die
+        .iter()
+        .map(|s| parse_fail_die(s, c))
+        .collect::<Result<_>>()?;
+    c.reliability.adaptive = match flashback {
+        "adaptive" => true,
+        "basic" => false,
+        o => bail!("--flashback: '{o}' (expected adaptive or basic)"),
+    };
+    c.reliability.media_errors = match media_errors {
+        "on" => true,
+        "off" => false,
+        o => bail!("--media-errors: '{o}' (expected on or off)"),
+    };
+    Ok(())
+}
+
 /// Resolves the card and the store header it needs.
 fn resolve(a: &AttachArgs, store: &Path) -> Result<(CardConfig, StoreHeader)> {
     let existing = Store::read_header(store)?;
@@ -158,7 +249,8 @@ fn resolve(a: &AttachArgs, store: &Path) -> Result<(CardConfig, StoreHeader)> {
         (Some(h), false) => h.card.clone(),
         _ => a.card_spec(),
     };
-    let card = card_config(&spec)?;
+    let mut card = card_config(&spec)?;
+    set_reliability(&mut card, &a.fail_die, &a.flashback, &a.media_errors)?;
     let members: Vec<u32> = match card.member {
         MemberSel::All => (0..card.preset.members).collect(),
         MemberSel::One(i) => vec![i],
@@ -223,6 +315,18 @@ pub fn run_attach(a: AttachArgs) -> Result<()> {
     }
     let store = a.store.clone().expect("clap requires --store");
     let timing = timing(&a.timing)?;
+    // Bad failure options are refused before anything needs root.
+    {
+        let spec = match (
+            Store::read_header(&store).ok().flatten(),
+            a.has_card_options(),
+        ) {
+            (Some(h), false) => h.card,
+            _ => a.card_spec(),
+        };
+        let mut c = card_config(&spec)?;
+        set_reliability(&mut c, &a.fail_die, &a.flashback, &a.media_errors)?;
+    }
     preflight()?;
     std::fs::create_dir_all(&store)
         .with_context(|| format!("creating store directory {}", store.display()))?;

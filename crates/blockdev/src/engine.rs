@@ -63,6 +63,10 @@ impl EngineError {
     }
 }
 
+fn ftl_cfg_cycles(card: &Card) -> u32 {
+    card.members[0].vsl.config().timing.endurance_cycles
+}
+
 /// Cumulative counters, read without the device lock.
 #[derive(Default)]
 pub struct Counters {
@@ -366,6 +370,12 @@ impl Engine {
             }
         }
         vsl.enable_media_log();
+        let rel = &card.config.reliability;
+        if rel.applies_to(store.member) {
+            let cycles = ftl_cfg_cycles(&card);
+            let spare = card.members[0].health.pool_left();
+            vsl.enable_reliability(rel.ftl_config(store.member, cycles, spare))?;
+        }
         card.members[0].vsl = vsl;
         card.members[0].health.set_lifetime_base(
             life_base.nand_bytes_programmed,

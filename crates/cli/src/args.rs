@@ -154,6 +154,21 @@ pub struct CardArgs {
     /// A Duo's external power cable: on, or off (writes throttled to the slot's 24.75 W).
     #[arg(long, default_value = "on")]
     pub external_power: String,
+    /// Fail a NAND die (repeatable): [MEMBER:]DIE[@TIME] (TIME: virtual
+    /// time from the start of the measured run, after --precondition and
+    /// --warmup; default 0). Die = bank × channels + channel;
+    /// Flashback rebuilds its reads from parity; two dies of one stripe
+    /// lose the sectors they shared.
+    #[arg(long = "fail-die", value_name = "[MEMBER:]DIE[@TIME]")]
+    pub fail_die: Vec<String>,
+    /// Flashback mode after a die failure: adaptive (rebuild the die into
+    /// reserve space, then carry on) or basic (stay degraded).
+    #[arg(long, default_value = "adaptive")]
+    pub flashback: String,
+    /// Model raw bit errors (wear, retention, read disturb), ECC, read
+    /// retry and error-driven block retirement: on or off.
+    #[arg(long, default_value = "off")]
+    pub media_errors: String,
 }
 
 /// The workload, spelled as fio spells it.

@@ -71,6 +71,7 @@ pub fn card_config(a: &CardArgs) -> Result<CardConfig> {
         "off" => false,
         s => bail!("--external-power: '{s}' (expected on or off)"),
     };
+    blockdev::cli::set_reliability(&mut c, &a.fail_die, &a.flashback, &a.media_errors)?;
     Ok(c)
 }
 
@@ -208,6 +209,9 @@ pub struct Done {
     pub result: lab::RunResult,
     /// Temperature, power and endurance used per interval (modelled runs).
     pub health: Option<Vec<HealthPoint>>,
+    /// Die-failure and media-error counters of the members that model
+    /// them (modelled runs with --fail-die or --media-errors on).
+    pub media: Option<Vec<device::MediaReport>>,
     /// Wall time of the measured part (not in the report: not deterministic).
     pub wall_s: f64,
 }
@@ -224,6 +228,7 @@ impl Done {
             summary: &self.result.summary,
             intervals: &self.result.intervals,
             health: self.health.as_deref(),
+            media: self.media.as_deref(),
         }
     }
 }
@@ -242,6 +247,9 @@ fn run_model(
         cfg.format = m.format;
         cfg.sector_bytes = m.sector_bytes;
     }
+    cfg.reliability.seed = a.seed;
+    // --fail-die times count from the start of the measured run.
+    cfg.reliability.defer_failures = true;
     let mut card = Card::new(cfg)?;
     let resolved = spec.resolve(card.capacity_bytes(), card.sector_bytes())?;
     let mut start = Nanos::ZERO;
@@ -258,6 +266,7 @@ fn run_model(
         };
         start = lab::run(&mut card, &resolved, &warm, start, &mut |_| {})?.end;
     }
+    card.arm_die_failures(start)?;
     let measured = std::time::Instant::now();
     let label = format!(
         "vsl run {} {}",
@@ -280,7 +289,9 @@ fn run_model(
     result.summary.precondition_s = start.as_secs_f64();
     let health = std::mem::take(&mut series.borrow_mut().points);
     let info = output::DeviceInfo::new(&card);
+    let media = card.media();
     Ok(Done {
+        media: (!media.is_empty()).then_some(media),
         device_line: info.line(),
         device: serde_json::to_value(&info)?,
         workload: resolved,
@@ -348,5 +359,6 @@ fn run_real(
         wall_s: run.info.wall_s,
         result: run.result,
         health: None,
+        media: None,
     })
 }

@@ -74,6 +74,10 @@ pub struct Report<'a> {
     /// Temperature, power and endurance used per interval (modelled runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub health: Option<&'a [crate::health_series::HealthPoint]>,
+    /// Die failures, Flashback rebuilds, media errors and lost sectors
+    /// (modelled runs with --fail-die or --media-errors on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub media: Option<&'a [device::MediaReport]>,
 }
 
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
@@ -180,6 +184,52 @@ pub fn print_summary(r: &Report, device_line: &str, wall_s: f64) {
     ];
     for (k, v) in rows {
         let _ = writeln!(o, "{k:<22}{v:>14}");
+    }
+    for m in r.media.unwrap_or_default() {
+        let s = &m.stats;
+        let media_rows: [(&str, String); 9] = [
+            (
+                "dies failed / rebuilt",
+                format!("{} / {}", s.dies_failed, s.dies_rebuilt),
+            ),
+            ("rebuild time", format!("{:.2} s", s.rebuild_s)),
+            (
+                "degraded reads",
+                format!("{} sectors", s.degraded_sector_reads),
+            ),
+            ("corrected bits", format!("{}", s.corrected_bits)),
+            ("read retries", format!("{}", s.read_retries)),
+            (
+                "uncorrectable",
+                format!(
+                    "{} ({} by parity)",
+                    s.uncorrectable_reads, s.parity_rebuilt_reads
+                ),
+            ),
+            (
+                "retired (err/disturb)",
+                format!("{} / {}", s.error_retired_lebs, s.read_disturb_refreshes),
+            ),
+            (
+                "lost sectors",
+                format!("{} ({} read errors)", s.lost_sectors, s.read_errors),
+            ),
+            ("silent corruptions", format!("{}", s.silent_corruptions)),
+        ];
+        let _ = writeln!(o, "ioMemory {} media and Flashback", m.member);
+        for (k, v) in media_rows {
+            let _ = writeln!(o, "  {k:<20}{v:>14}");
+        }
+        for (start, n) in m.lost_ranges.iter().take(8) {
+            let _ = writeln!(o, "  lost sectors {start}..{}", start + n);
+        }
+        if m.lost_ranges.len() > 8 {
+            let _ = writeln!(
+                o,
+                "  ... {} more lost ranges (--json has them all)",
+                m.lost_ranges.len() - 8
+            );
+        }
     }
 }
 

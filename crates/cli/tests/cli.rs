@@ -165,6 +165,13 @@ fn bad_input_is_one_clear_line() {
         (&["--rw", "sideways"], "unknown rw"),
         (&["--random-distribution", "zipf:abc"], "zipf"),
         (&["--gc-policy", "lru"], "GC policy"),
+        (&["--fail-die", "100"], "die 100 is out of range"),
+        (&["--fail-die", "x"], "is not a number"),
+        (&["--fail-die", "3@soon"], "--fail-die"),
+        (&["--fail-die", "5:3"], "ioMemory device 5 does not exist"),
+        (&["--member", "0", "--fail-die", "1:3"], "not in use"),
+        (&["--flashback", "magic"], "--flashback"),
+        (&["--media-errors", "maybe"], "--media-errors"),
     ];
     for (extra, needle) in cases {
         let mut args = QUICK.to_vec();
@@ -446,4 +453,116 @@ fn real_target_bad_input_is_one_line() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("permission denied"), "{err}");
+}
+
+/// `--fail-die` on a running workload: one die loses nothing and reports
+/// its rebuild; two dies of one stripe report the sectors they lost; the
+/// media counters are in the summary and the JSON.
+#[test]
+fn run_fail_die_reports_media_counters() {
+    let json = tmp("fd.json");
+    let base = [
+        "run",
+        "--scale",
+        "0.01",
+        "--member",
+        "0",
+        "--precondition",
+        "--profile",
+        "4k-randread",
+        "--threads",
+        "2",
+        "--qd",
+        "2",
+        "--duration",
+        "3s",
+        "--interval",
+        "1s",
+        "--media-errors",
+        "on",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--fail-die", "30@1s", "--json", json.to_str().unwrap()]);
+    let (code, out, err) = vsl(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("lost sectors"), "{out}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let m = &v["media"][0];
+    for field in [
+        "corrected_bits",
+        "read_retries",
+        "uncorrectable_reads",
+        "parity_rebuilt_reads",
+        "degraded_sector_reads",
+        "error_retired_lebs",
+        "lost_sectors",
+        "rebuild_s",
+    ] {
+        assert!(m[field].is_number(), "{field} missing: {m}");
+    }
+    assert_eq!(m["dies_failed"], 1);
+    assert_eq!(m["lost_sectors"], 0);
+    assert!(m["degraded_sector_reads"].as_u64().unwrap() > 0, "{m}");
+    assert!(m["corrected_bits"].as_u64().unwrap() > 0, "{m}");
+    // Two dies of bank 1 at once: sectors are lost, listed as ranges.
+    let mut args = base.to_vec();
+    args.extend([
+        "--fail-die",
+        "30@1s",
+        "--fail-die",
+        "31@1s",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let (code, out, err) = vsl(&args);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let m = &v["media"][0];
+    let lost = m["lost_sectors"].as_u64().unwrap();
+    assert!(lost > 0, "{m}");
+    let listed: u64 = m["lost_ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[1].as_u64().unwrap())
+        .sum();
+    assert_eq!(listed, lost);
+    assert!(m["read_errors"].as_u64().unwrap() > 0, "{m}");
+    assert!(out.contains("lost sectors"), "{out}");
+    // Same seed, same options: the same report.
+    let first = std::fs::read_to_string(&json).unwrap();
+    let (code, _, _) = vsl(&args);
+    assert_eq!(code, 0);
+    assert_eq!(std::fs::read_to_string(&json).unwrap(), first);
+}
+
+/// `vsl attach --fail-die` refuses bad input in one line before it needs
+/// anything of the machine.
+#[test]
+fn attach_fail_die_bad_input_is_one_line() {
+    let store = tmp("fd-store");
+    for (bad, needle) in [
+        ("1000", "out of range"),
+        ("2@later", "time"),
+        ("a:1", "member"),
+    ] {
+        let (code, _, err) = vsl(&[
+            "attach",
+            "--store",
+            store.to_str().unwrap(),
+            "--device",
+            "iodrive-duo-320-slc",
+            "--member",
+            "0",
+            "--scale",
+            "0.001",
+            "--fail-die",
+            bad,
+        ]);
+        assert_eq!(code, 1, "{bad}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{bad}: {err}");
+    }
 }

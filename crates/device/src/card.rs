@@ -1,3 +1,4 @@
+use crate::flashback::{ranges, MediaReport, ReliabilityOptions};
 use crate::health::{Environment, Health, HealthReport, HealthState};
 use crate::preset::{Format, Preset};
 use ftl::{FtlConfig, FtlError, FtlStats, GcMode, GcPolicy, ReadPolicy, Vsl};
@@ -46,6 +47,17 @@ pub enum DeviceError {
     ReadOnly { member: u32, state: HealthState },
     #[error("ioMemory {member} powered off at {temperature_c:.1} °C internal temperature (limit 85 °C): improve its airflow or lower the ambient temperature")]
     Overheated { member: u32, temperature_c: f64 },
+}
+
+impl DeviceError {
+    /// For a read that failed with an I/O error (lost sectors) but took
+    /// its time: when it completed. The lab counts it and goes on.
+    pub fn failed_io_done(&self) -> Option<Nanos> {
+        match self {
+            DeviceError::Ftl(FtlError::Lost { done, .. }) => Some(*done),
+            _ => None,
+        }
+    }
 }
 
 /// Kind of a block I/O.
@@ -152,6 +164,8 @@ pub struct CardConfig {
     pub track_sequence: bool,
     /// Ambient air, airflow and external power (health and thermals).
     pub environment: Environment,
+    /// Die failures (Flashback) and media errors; off by default.
+    pub reliability: ReliabilityOptions,
 }
 
 impl CardConfig {
@@ -170,6 +184,7 @@ impl CardConfig {
             data_compressibility: 1.0,
             track_sequence: false,
             environment: Environment::default(),
+            reliability: ReliabilityOptions::default(),
         }
     }
 
@@ -315,13 +330,24 @@ impl Member {
         cfg: FtlConfig,
         id: u32,
         env: Environment,
+        rel: &ReliabilityOptions,
     ) -> Result<Member, DeviceError> {
         let (cmd_read_ns, cmd_write_ns) = preset.command_ns();
         let (read_bps, write_bps) = preset.datapath_bytes_per_s();
+        let health = Health::new(&cfg, env, preset, id, write_bps);
+        let cycles = cfg.timing.endurance_cycles;
+        let mut vsl = Vsl::new(cfg)?;
+        if rel.applies_to(id) {
+            vsl.enable_reliability(rel.ftl_config(id, cycles, health.pool_left()))
+                .map_err(|e| match e {
+                    FtlError::Config(m) => DeviceError::Config(format!("ioMemory {id}: {m}")),
+                    e => e.into(),
+                })?;
+        }
         Ok(Member {
-            health: Health::new(&cfg, env, preset, id, write_bps),
+            health,
             id,
-            vsl: Vsl::new(cfg)?,
+            vsl,
             ctrl_read: Resource::default(),
             ctrl_write: Resource::default(),
             cmd_read_ns,
@@ -425,7 +451,15 @@ impl Card {
         let ftl_cfg = config.ftl_config()?;
         let members = member_ids
             .iter()
-            .map(|&id| Member::new(p, ftl_cfg.clone(), id, config.environment))
+            .map(|&id| {
+                Member::new(
+                    p,
+                    ftl_cfg.clone(),
+                    id,
+                    config.environment,
+                    &config.reliability,
+                )
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let chunk_sectors = config.chunk_bytes / sector;
         let per_member = ftl_cfg.user_sectors;
@@ -457,6 +491,57 @@ impl Card {
 
     pub fn member_stats(&self) -> Vec<FtlStats> {
         self.members.iter().map(|m| m.vsl.stats()).collect()
+    }
+
+    /// Schedules the deferred die failures (`reliability.defer_failures`)
+    /// at `start` + their times: a run's failures count from the start of
+    /// its measured part, after preconditioning and warm-up.
+    pub fn arm_die_failures(&mut self, start: Nanos) -> Result<(), DeviceError> {
+        let rel = self.config.reliability.clone();
+        if !rel.defer_failures {
+            return Ok(());
+        }
+        for m in &mut self.members {
+            let f = rel.failures_of(m.id, start);
+            if !f.is_empty() {
+                m.vsl.schedule_die_failures(f)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Card sector of member-local sector `lba` of member index `m`.
+    fn card_lba(&self, m: usize, lba: u64) -> u64 {
+        if self.members.len() == 1 {
+            return lba;
+        }
+        let n = self.members.len() as u64;
+        let (chunk, within) = (lba / self.chunk_sectors, lba % self.chunk_sectors);
+        (chunk * n + m as u64) * self.chunk_sectors + within
+    }
+
+    /// Die-failure, rebuild and media-error counters of the members that
+    /// model them, with every sector ever lost (card sectors, as ranges).
+    pub fn media(&self) -> Vec<MediaReport> {
+        let mut out = Vec::new();
+        for (i, m) in self.members.iter().enumerate() {
+            let Some(stats) = m.vsl.reliability_stats() else {
+                continue;
+            };
+            let mut lost: Vec<u64> = m
+                .vsl
+                .lost_sectors_ever()
+                .into_iter()
+                .map(|l| self.card_lba(i, l as u64))
+                .collect();
+            lost.sort_unstable();
+            out.push(MediaReport {
+                member: m.id,
+                stats,
+                lost_ranges: ranges(lost),
+            });
+        }
+        out
     }
 
     /// Health, endurance, power and temperature of each member.
@@ -512,16 +597,29 @@ impl VirtualDevice for Card {
         }
         let m = self.members.len() as u64;
         let mut done = now;
+        let mut failed = None;
         while lba < end {
             let chunk = lba / self.chunk_sectors;
             let within = lba % self.chunk_sectors;
             let n = (self.chunk_sectors - within).min(end - lba);
             let member = (chunk % m) as usize;
             let member_lba = (chunk / m) * self.chunk_sectors + within;
-            done = done.max(self.members[member].io(now, kind, member_lba, n)?);
+            match self.members[member].io(now, kind, member_lba, n) {
+                Ok(t) => done = done.max(t),
+                // A read of lost sectors fails; the other pieces still run.
+                Err(DeviceError::Ftl(FtlError::Lost { count, done: t, .. })) => {
+                    done = done.max(t);
+                    let (_, c) = failed.get_or_insert((lba, 0));
+                    *c += count;
+                }
+                Err(e) => return Err(e),
+            }
             lba += n;
         }
-        Ok(done)
+        match failed {
+            Some((lba, count)) => Err(DeviceError::Ftl(FtlError::Lost { lba, count, done })),
+            None => Ok(done),
+        }
     }
 
     fn prefetch(&self, offset: u64, deep: bool) {

@@ -187,6 +187,9 @@ pub struct Health {
     leb_limit: Vec<u32>,
     retired: Vec<bool>,
     retired_count: u32,
+    /// Erase-unit equivalents of spare blocks given to failed dies
+    /// (Flashback): they come out of the bad-block pool.
+    die_lebs: u32,
     pool_lebs: u32,
     rated_bytes: u64,
     state: HealthState,
@@ -247,6 +250,7 @@ impl Health {
             leb_limit,
             retired: vec![false; lebs as usize],
             retired_count: 0,
+            die_lebs: 0,
             pool_lebs: ((lebs as f64 * BAD_BLOCK_POOL_FRACTION).round() as u32).max(1),
             rated_bytes: cfg.geometry.data_bytes() * cfg.timing.endurance_cycles as u64,
             state: HealthState::Healthy,
@@ -271,6 +275,12 @@ impl Health {
         self.base_programmed = programmed;
         self.base_read = read;
         self.thermal.raise_max(temperature_max_c);
+    }
+
+    /// Spare erase units left in the bad-block pool.
+    pub fn pool_left(&self) -> u32 {
+        self.pool_lebs
+            .saturating_sub(self.retired_count + self.die_lebs)
     }
 
     pub fn state(&self) -> HealthState {
@@ -351,7 +361,15 @@ impl Health {
     }
 
     fn retire_worn(&mut self, now: Nanos, vsl: &mut Vsl) {
-        for leb in self.worn(vsl.nand.erase_counts()) {
+        let mut worn = self.worn(vsl.nand.erase_counts());
+        // Units whose reads found too many bit errors (media-error model).
+        let media = vsl.reliability_stats().is_some();
+        let bad: Vec<u32> = (0..if media { self.usable_lebs } else { 0 })
+            .filter(|&l| !self.retired[l as usize] && vsl.error_prone_leb(l))
+            .filter(|l| !worn.contains(l))
+            .collect();
+        worn.extend(bad);
+        for leb in worn {
             if self.derive_state() < HealthState::ReadOnly && vsl.retire_leb(leb, now) {
                 self.mark_retired(leb);
             }
@@ -376,7 +394,7 @@ impl Health {
 
     fn derive_state(&self) -> HealthState {
         let total = self.retired.len() as f64;
-        let healthy = (total - self.retired_count as f64) / total;
+        let healthy = (total - (self.retired_count + self.die_lebs) as f64) / total;
         let spare_slots = (self.usable_lebs - self.retired_count) as u64 * self.slots_per_leb;
         let spare_lebs = spare_slots.saturating_sub(self.user_sectors) / self.slots_per_leb;
         if healthy < FAILED_HEALTHY {
@@ -393,12 +411,18 @@ impl Health {
     }
 
     fn reserve_fraction(&self) -> f64 {
-        self.pool_lebs.saturating_sub(self.retired_count) as f64 / self.pool_lebs as f64
+        self.pool_left() as f64 / self.pool_lebs as f64
     }
 
     /// One step: power from the media work done since the last step, the
     /// temperature it leads to, and the throttles that follow.
-    fn advance(&mut self, now: Nanos, vsl: &Vsl) {
+    fn advance(&mut self, now: Nanos, vsl: &mut Vsl) {
+        let die_lebs = vsl.die_spare_lebs();
+        if die_lebs != self.die_lebs {
+            self.die_lebs = die_lebs;
+            self.state = self.state.max(self.derive_state());
+        }
+        vsl.set_die_spare_budget(self.pool_left());
         let next = Snapshot::of(now, vsl);
         let dt = (now.0 - self.step.at.0) as f64 / 1e9;
         let joules = (next.bytes_read - self.step.bytes_read) as f64 * READ_J_PER_BYTE
@@ -472,8 +496,10 @@ impl Health {
             throttle: self.throttle_kind(),
             powered_off: self.powered_off,
             total_blocks: total,
-            retired_blocks: self.retired_count,
-            healthy_blocks_pct: pct((total - self.retired_count) as f64 / total as f64),
+            retired_blocks: self.retired_count + self.die_lebs,
+            healthy_blocks_pct: pct(
+                (total - self.retired_count - self.die_lebs) as f64 / total as f64
+            ),
             reserve_pct: pct(self.reserve_fraction()),
             rated_endurance_bytes: self.rated_bytes,
             physical_bytes_written: programmed,

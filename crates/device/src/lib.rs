@@ -19,6 +19,7 @@
 //! PCIe transfer to the host.
 
 mod card;
+pub mod flashback;
 pub mod health;
 mod preset;
 pub mod thermal;
@@ -26,5 +27,6 @@ pub mod thermal;
 pub use card::{
     Card, CardConfig, DeviceError, DeviceStats, IoKind, Member, MemberSel, VirtualDevice,
 };
+pub use flashback::{DieFailure, MediaReport, ReliabilityOptions};
 pub use health::{Environment, HealthReport, HealthState, Throttle};
 pub use preset::{DataSheet, Format, Preset, PRESETS};

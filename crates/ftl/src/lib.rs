@@ -45,7 +45,8 @@ mod vsl;
 
 pub use nand::ReadPolicy;
 pub use vsl::{
-    FtlConfig, FtlError, FtlStats, GcMode, GcPolicy, MediaEvent, OobRecord, PowerEvent, Vsl,
+    content_tag, poisson_tail, FtlConfig, FtlError, FtlStats, GcMode, GcPolicy, MediaConfig,
+    MediaEvent, OobRecord, PowerEvent, ReliabilityConfig, ReliabilityStats, Vsl, REBUILD_SHARE,
 };
 
 /// Steady-state write amplification of greedy GC under uniform random

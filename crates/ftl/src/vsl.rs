@@ -5,6 +5,10 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 mod atomic;
+mod flashback;
+mod media;
+pub use flashback::{content_tag, ReliabilityConfig, ReliabilityStats, REBUILD_SHARE};
+pub use media::{poisson_tail, MediaConfig};
 
 const UNMAPPED: u32 = u32::MAX;
 
@@ -72,6 +76,10 @@ pub enum FtlError {
     Config(String),
     #[error("atomic write refused: {0}")]
     Atomic(String),
+    /// A read touched sectors lost to media failure beyond parity (an I/O
+    /// error); `done` is when the read completed.
+    #[error("I/O error: {count} sector(s) from {lba} were lost (a die or ECC failure beyond Flashback parity)")]
+    Lost { lba: u64, count: u64, done: Nanos },
 }
 
 /// Everything needed to build one device's FTL.
@@ -348,6 +356,10 @@ pub struct Vsl {
     /// (`crate::protect`); `None` (the default) costs one branch per
     /// placed sector and per program.
     power_log: Option<Vec<PowerEvent>>,
+    /// Flashback parity, die failures and media errors
+    /// ([`Vsl::enable_reliability`]); `None` (the default) costs one branch
+    /// per I/O, placed sector, programmed unit and erase.
+    rel: Option<Box<flashback::Reliability>>,
     stats: FtlStats,
 }
 
@@ -464,6 +476,7 @@ impl Vsl {
             gc_group: Vec::new(),
             media_log: None,
             power_log: None,
+            rel: None,
             spu,
             spl,
             cfg,
@@ -518,6 +531,9 @@ impl Vsl {
     pub fn write(&mut self, ready: Nanos, start: u64, count: u64) -> Result<Nanos, FtlError> {
         self.check_range(start, count)?;
         self.nand.advance(ready);
+        if self.rel.is_some() {
+            self.rel_before_io(ready, Some((start, count)), true);
+        }
         // Legacy GC collects a whole unit whenever a write finds the array
         // idle; paced GC's budget already grows in idle time.
         if self.cfg.gc_mode == GcMode::Legacy
@@ -551,6 +567,9 @@ impl Vsl {
     pub fn read(&mut self, ready: Nanos, start: u64, count: u64) -> Result<Nanos, FtlError> {
         self.check_range(start, count)?;
         self.nand.advance(ready);
+        if self.rel.is_some() {
+            return self.read_reliable(ready, start, count);
+        }
         let mut done = ready;
         let open_unit = self.open_unit_id();
         let mut i = start;
@@ -591,6 +610,9 @@ impl Vsl {
                 count,
                 floor,
             });
+        }
+        if self.rel.is_some() {
+            self.rel_before_io(self.last_admit, Some((start, count)), false);
         }
         for lba in start..start + count {
             let old = self.l2p[lba as usize];
@@ -718,6 +740,9 @@ impl Vsl {
                 from,
             });
         }
+        if self.rel.is_some() {
+            self.rel_place(t, psa, lba, origin);
+        }
         self.leb_valid[self.frontier_leb as usize] += 1;
         self.frontier_next += 1;
         self.open_unit_ready = self.open_unit_ready.max(t);
@@ -734,6 +759,9 @@ impl Vsl {
             .program_unit(self.open_unit_ready, self.bank_of_unit(unit));
         if let Some(log) = self.power_log.as_mut() {
             log.push(PowerEvent::Programmed { unit, done });
+        }
+        if self.rel.is_some() {
+            self.rel_programmed(unit, done);
         }
         if self.open_unit_host_slots > 0 {
             self.buffer.push_back((done, self.open_unit_host_slots));
@@ -849,6 +877,11 @@ impl Vsl {
     /// so reads on all banks overlap instead of waiting behind programs.
     fn collect_one(&mut self, t: Nanos) {
         let victim = self.select_victim();
+        self.collect_leb(t, victim);
+    }
+
+    /// Reclaims erase unit `victim` (closed) as [`Vsl::collect_one`] does.
+    fn collect_leb(&mut self, t: Nanos, victim: u32) {
         self.stats.gc_runs += 1;
         let base = victim * self.spl;
         let sector = self.cfg.sector_bytes as u64;
@@ -888,6 +921,9 @@ impl Vsl {
             "victim still holds data"
         );
         let done = self.nand.erase_leb(t, victim);
+        if self.rel.is_some() {
+            self.rel_erased(victim);
+        }
         if let Some(log) = self.media_log.as_mut() {
             log.push(MediaEvent::Erased { leb: victim });
         }
@@ -1072,6 +1108,9 @@ impl Vsl {
         let Some(psa) = self.next_valid(base + v.next, base + self.spl) else {
             assert_eq!(self.leb_valid[v.leb as usize], 0, "victim still holds data");
             let done = self.nand.erase_leb(t, v.leb);
+            if self.rel.is_some() {
+                self.rel_erased(v.leb);
+            }
             if let Some(log) = self.media_log.as_mut() {
                 log.push(MediaEvent::Erased { leb: v.leb });
             }

@@ -305,6 +305,21 @@ impl NandArray {
         done
     }
 
+    /// Programs `bytes` on one die of `bank` (a Flashback rebuild writing a
+    /// reconstructed die page to its spare): the bus moves the data, then
+    /// the bank is busy for tPROG (its dies work in lockstep). Counts the
+    /// bytes programmed, not a write unit.
+    pub fn program_page(&mut self, ready: Nanos, bank: u32, bytes: u64) -> Nanos {
+        let xfer = Nanos::for_bytes(bytes, self.bus_bytes_per_s);
+        let track = self.read_policy.priority;
+        let b = &mut self.banks[bank as usize];
+        let start = self.bus.first_gap(ready.max(b.busy_until), xfer);
+        self.bus.reserve_backfill(start, xfer);
+        let (_, done) = b.reserve(start, xfer + Nanos(self.timing.program_ns), track);
+        self.counters.bytes_programmed += bytes;
+        done
+    }
+
     /// Reads `bytes` of one write unit on `bank`: an array read on the bank,
     /// then the bus moves the requested bytes. Returns when data is at the
     /// controller.
