@@ -106,13 +106,13 @@ cleanup() {
   [ -n "$sampler" ] && kill "$sampler" 2>/dev/null || true
   [ -d "$mnt/pgdata" ] && runuser -u postgres -- "$PGBIN/pg_ctl" -D "$mnt/pgdata" -m immediate stop >/dev/null 2>&1 || true
   umount "$mnt" 2>/dev/null || true
-  "$BIN" detach --all >/dev/null 2>&1 || true
+  [ -n "${store:-}" ] && "$BIN" detach "$store" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 
 card_counter() { # field of the attached card's lifetime counters
-  "$BIN" status --json | python3 -c '
+  "$BIN" status "$store" --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 devs = d["devices"] if isinstance(d, dict) else [m for c in d for m in c["members"]]
@@ -154,7 +154,7 @@ for sector in $SECTORS; do
         --size=100% --output-format=terse >/dev/null
       fio --name=rnd --filename="$dev" --rw=randwrite --bs=4k --direct=1 --ioengine=libaio --iodepth=32 \
         --numjobs=2 --offset_increment=50% --size=50% --output-format=terse >/dev/null
-      "$BIN" detach --all >/dev/null
+      "$BIN" detach "$store" >/dev/null
       dev=$("$BIN" attach --store "$store" | cut -f1)
     else
       dev=$("$BIN" attach --store "$store" --device iodrive-duo-640-mlc --member 0 \
@@ -242,7 +242,7 @@ PY
     done
     runuser -u postgres -- "$PGBIN/pg_ctl" -D "$mnt/pgdata" -m fast stop >/dev/null
     umount "$mnt"
-    "$BIN" detach --all >/dev/null
+    "$BIN" detach "$store" >/dev/null
     rm -rf "$store"
   done
 done

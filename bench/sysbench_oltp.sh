@@ -10,7 +10,7 @@
 # --timing none), re-attached with model timing, ext4 without discard,
 # mariadb-install-db and mariadbd with the data directory on the card
 # (InnoDB, O_DIRECT, flush at every commit), sysbench prepare, then one run
-# per thread count (after a warm-up). Results are written to --out after
+# per thread count (after a discarded warm-up run). Results are written to --out after
 # every run (a failed run keeps the finished ones). Needs root, /dev/fuse,
 # loop devices, fio, sysbench and MariaDB (scripts/setup.sh).
 set -euo pipefail
@@ -83,7 +83,9 @@ work=$(mktemp -d /tmp/openvsl-oltp.XXXXXX)
 chmod 755 "$work"
 export OPENVSL_RUN_DIR=$work/run
 mnt=$work/mnt
-sock=$work/mysqld.sock
+sock=$work/sock/mysqld.sock
+mkdir "$work/sock"
+chown mysql: "$work/sock"
 server=
 stop_server() {
   if [ -n "$server" ]; then
@@ -95,13 +97,13 @@ stop_server() {
 cleanup() {
   stop_server
   umount "$mnt" 2>/dev/null || true
-  "$BIN" detach --all >/dev/null 2>&1 || true
+  [ -n "${store:-}" ] && "$BIN" detach "$store" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 
 card_counter() {
-  "$BIN" status --json | python3 -c '
+  "$BIN" status "$store" --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 devs = d["devices"] if isinstance(d, dict) else [m for c in d for m in c["members"]]
@@ -138,7 +140,7 @@ for format in $FORMATS; do
       --size=100% --output-format=terse >/dev/null
     fio --name=rnd --filename="$dev" --rw=randwrite --bs=4k --direct=1 --ioengine=libaio --iodepth=32 \
       --numjobs=2 --offset_increment=50% --size=50% --output-format=terse >/dev/null
-    "$BIN" detach --all >/dev/null
+    "$BIN" detach "$store" >/dev/null
     dev=$("$BIN" attach --store "$store" | cut -f1)
   else
     dev=$("$BIN" attach --store "$store" --device iodrive-duo-640-mlc --member 0 \
@@ -155,9 +157,9 @@ for format in $FORMATS; do
     --skip-test-db >"$work/install.log" 2>&1 ||
     die "mariadb-install-db failed on the card ($format): $(grep -m1 -iE 'error' "$work/install.log" || tail -1 "$work/install.log")"
   "$MARIADBD" --no-defaults --user=mysql --datadir="$mnt/mysql" --socket="$sock" --port="$PORT" \
-    --bind-address=127.0.0.1 --pid-file="$work/mysqld.pid" --log-error="$work/mysqld.err" \
+    --bind-address=127.0.0.1 --pid-file="$work/sock/mysqld.pid" --log-error="$work/mysqld.err" \
     --max-connections=200 --innodb-buffer-pool-size=256M --innodb-log-file-size=256M \
-    --innodb-flush-method=O_DIRECT --innodb-flush-log-at-trx-commit=1 &
+    --innodb-flush-method=O_DIRECT --innodb-flush-log-at-trx-commit=1 >>"$work/mysqld.err" 2>&1 &
   server=$!
   up=0
   for _ in $(seq 1 120); do
@@ -179,7 +181,12 @@ for format in $FORMATS; do
     load=$(cut -d' ' -f1 /proc/loadavg)
     bh=$(card_counter host_bytes_written)
     bn=$(card_counter nand_bytes_programmed)
-    "${SB[@]}" --threads="$t" --time="$SECONDS_RUN" --warmup-time="$WARMUP" --percentile=99 \
+    # sysbench 1.0 has no --warmup-time: a discarded run of WARMUP seconds.
+    if [ "$WARMUP" -gt 0 ]; then
+      "${SB[@]}" --threads="$t" --time="$WARMUP" run >"$work/warmup.log" 2>&1 ||
+        die "sysbench warm-up failed ($format, $t threads): $(grep -m1 -iE 'fatal|error' "$work/warmup.log" || tail -1 "$work/warmup.log")"
+    fi
+    "${SB[@]}" --threads="$t" --time="$SECONDS_RUN" --percentile=99 \
       --report-interval=0 run >"$work/run.log" 2>&1 ||
       { write_json "failed: sysbench run ($format, $t threads)"
         die "sysbench run failed ($format, $t threads): $(grep -m1 -iE 'fatal|error' "$work/run.log" || tail -1 "$work/run.log")"; }
@@ -212,7 +219,7 @@ PY
   done
   stop_server
   umount "$mnt"
-  "$BIN" detach --all >/dev/null
+  "$BIN" detach "$store" >/dev/null
   rm -rf "$store"
 done
 write_json complete
