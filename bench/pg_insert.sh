@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 usage() {
   cat <<'EOF'
 usage: bench/pg_insert.sh [options]
-  --rows N            rows inserted per configuration (default 2048000)
+  --rows N            rows inserted per configuration (default 1024000)
   --connections N     concurrent connections (default 64, as in the reviews)
   --partitions LIST   partition counts, e.g. "1 16 128" (default "1 16 128")
   --formats LIST      formats (default "stock improved-write max-write")
@@ -41,7 +41,7 @@ EOF
 }
 die() { echo "pg_insert: $*" >&2; exit 1; }
 
-ROWS=2048000
+ROWS=1024000
 CONNECTIONS=64
 PARTITIONS="1 16 128"
 FORMATS="stock improved-write max-write"
@@ -162,7 +162,7 @@ for sector in $SECTORS; do
     fi
     capacity=$(blockdev --getsize64 "$dev")
     echo "[$format $sector B] $((capacity / 1000000)) MB; ext4, initdb, $MAXP tablespaces (timing model)" >&2
-    mkfs.ext4 -q -F -E nodiscard "$dev"
+    mkfs.ext4 -q -F -m 0 -E nodiscard "$dev"
     mkdir -p "$mnt"
     mount "$dev" "$mnt"
     mkdir "$mnt/pgdata" "$mnt/ts" "$mnt/log"
