@@ -163,46 +163,72 @@ fn pg_insert_section(p: &PgInsertResults) -> Section {
             })
             .collect(),
     );
-    // The wait events most sampled over every configuration, their share of
-    // the active-backend samples per configuration.
-    let mut total: BTreeMap<&str, u64> = BTreeMap::new();
-    for r in &p.results {
-        for w in &r.wait_events {
-            *total.entry(w.event.as_str()).or_default() += w.samples;
-        }
-    }
-    let mut top: Vec<(&str, u64)> = total.into_iter().collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    top.truncate(5);
-    let waits = Chart::bars(
-        "pg-insert-wait-events",
-        "Insert test: top wait events (share of active-backend samples)",
-        "Configuration (format, sector, partitions)",
-        "Share of samples (%)",
-        top.iter()
-            .map(|(event, _)| {
+    let wa = Chart::bars(
+        "pg-insert-wa",
+        "Insert test: write amplification during the run",
+        "Partitions (one tablespace each)",
+        "NAND bytes programmed / host bytes written",
+        groups
+            .iter()
+            .map(|(l, rows)| {
                 Series::categorical(
-                    *event,
-                    p.results.iter().map(|r| {
-                        let share = r
-                            .wait_events
-                            .iter()
-                            .find(|w| w.event == *event)
-                            .map_or(0.0, |w| w.share * 100.0);
-                        (
-                            format!(
-                                "{} {} {}p",
-                                r.format,
-                                sector_label(r.sector_bytes),
-                                r.partitions
-                            ),
-                            share,
-                        )
-                    }),
+                    l.clone(),
+                    rows.iter()
+                        .filter_map(|r| Some((r.partitions.to_string(), r.write_amplification?))),
                 )
             })
             .collect(),
     );
+    let mut charts = vec![completion, wa];
+    // Per sector size: the wait events most sampled over its
+    // configurations, their share of the active-backend samples in each.
+    let mut sectors: Vec<u32> = p.results.iter().map(|r| r.sector_bytes).collect();
+    sectors.sort_unstable_by(|a, b| b.cmp(a));
+    sectors.dedup();
+    for sector in sectors {
+        let runs: Vec<&PgInsertRow> = p
+            .results
+            .iter()
+            .filter(|r| r.sector_bytes == sector)
+            .collect();
+        let mut total: BTreeMap<&str, u64> = BTreeMap::new();
+        for r in &runs {
+            for w in &r.wait_events {
+                *total.entry(w.event.as_str()).or_default() += w.samples;
+            }
+        }
+        let mut top: Vec<(&str, u64)> = total.into_iter().collect();
+        top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        top.truncate(5);
+        let short = |f: &str| f.strip_suffix("-write").unwrap_or(f).to_string();
+        charts.push(Chart::bars(
+            format!(
+                "pg-insert-wait-events-{}",
+                sector_label(sector).to_lowercase()
+            ),
+            format!(
+                "Insert test, {} sectors: top wait events (share of active-backend samples)",
+                sector_label(sector)
+            ),
+            "Format, partitions",
+            "Share of samples (%)",
+            top.iter()
+                .map(|(event, _)| {
+                    Series::categorical(
+                        *event,
+                        runs.iter().map(|r| {
+                            let share = r
+                                .wait_events
+                                .iter()
+                                .find(|w| w.event == *event)
+                                .map_or(0.0, |w| w.share * 100.0);
+                            (format!("{} {}p", short(&r.format), r.partitions), share)
+                        }),
+                    )
+                })
+                .collect(),
+        ));
+    }
     let rows = p
         .results
         .iter()
@@ -250,7 +276,7 @@ fn pg_insert_section(p: &PgInsertResults) -> Section {
             },
             status_note(&p.status)
         ),
-        charts: vec![completion, waits],
+        charts,
         tables: vec![Table {
             title: "Insert test".into(),
             columns: [

@@ -113,7 +113,8 @@ fn database_results_join_the_report() {
         ids,
         [
             "pg-insert-completion",
-            "pg-insert-wait-events",
+            "pg-insert-wa",
+            "pg-insert-wait-events-4k",
             "sysbench-oltp-tps",
             "sysbench-oltp-avg-latency",
             "sysbench-oltp-p99-latency"
@@ -126,12 +127,21 @@ fn database_results_join_the_report() {
         assert!(bytes > 1024, "{id}.svg is only {bytes} bytes");
         assert!(html.contains(&format!("charts/{id}.svg")));
     }
-    // Completion time: one series (stock 4K) over partitions 1 and 16; the
-    // wait chart: one series per event (3 distinct).
+    // Completion time: one series (stock 4K) over partitions 1 and 16; WA:
+    // the run without a WA has no point; the wait chart (4 KiB only): one
+    // series per event (3 distinct).
     assert_eq!(charts[0]["series"].as_array().unwrap().len(), 1);
-    assert_eq!(charts[1]["series"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        charts[0]["series"][0]["points"].as_array().unwrap().len(),
+        2
+    );
+    assert_eq!(
+        charts[1]["series"][0]["points"].as_array().unwrap().len(),
+        1
+    );
+    assert_eq!(charts[2]["series"].as_array().unwrap().len(), 3);
     // sysbench: one series per format, one point per thread count.
-    let tps = charts[2]["series"].as_array().unwrap();
+    let tps = charts[3]["series"].as_array().unwrap();
     assert_eq!(tps.len(), 2);
     assert_eq!(tps[1]["target"], "hp");
     assert_eq!(tps[1]["points"].as_array().unwrap().len(), 2);
