@@ -258,7 +258,7 @@ fn pg_insert_section(p: &PgInsertResults) -> Section {
         title: "Application level: insert-heavy test (PostgreSQL)".into(),
         text: format!(
             "{} connections insert rows keyed by random UUIDs into a table with a btree primary key, {} rows per \
-             transaction, {} rows per configuration; the table hash-partitioned into 1 to 128 partitions, each \
+             transaction, {} rows per configuration; the table hash-partitioned into {} partitions, each \
              partition (heap and index) in its own tablespace (the analogue of SQL Server data files). PostgreSQL {} \
              on ext4 on the card attached as a real block device (vsl attach, model timing), {} at --scale {}, {}. \
              Completion time in wall time; wait events from pg_stat_activity sampled every 0.1 s over the active \
@@ -266,6 +266,16 @@ fn pg_insert_section(p: &PgInsertResults) -> Section {
             p.connections,
             p.rows_per_transaction,
             p.rows,
+            {
+                let mut parts: Vec<u32> = p.results.iter().map(|r| r.partitions).collect();
+                parts.sort_unstable();
+                parts.dedup();
+                parts
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
             p.postgres,
             p.card,
             p.card_scale,

@@ -90,12 +90,13 @@ fn database_results_join_the_report() {
         );
     }
     for needle in [
-        "61.4",             // completion time of stock 4K, 1 partition
-        "LWLock:WALWrite",  // its top wait event
-        "did not start",    // the failed run is said to be incomplete
-        "43.39",            // sysbench p99, stock, 2 threads
-        "180.5",            // sysbench TPS, hp, 4 threads
-        "10.11.19-MariaDB", // the server version
+        "61.4",                  // completion time of stock 4K, 1 partition
+        "into 1, 16 partitions", // the partition counts measured
+        "LWLock:WALWrite",       // its top wait event
+        "did not start",         // the failed run is said to be incomplete
+        "43.39",                 // sysbench p99, stock, 2 threads
+        "180.5",                 // sysbench TPS, hp, 4 threads
+        "10.11.19-MariaDB",      // the server version
     ] {
         assert!(html.contains(needle), "'{needle}' is not in the report");
     }
