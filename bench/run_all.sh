@@ -12,6 +12,8 @@ echo; echo "== issue 3: full default review, stock vs hp"; ./review_full.sh
 echo; echo "== issue 4: attach speed and added latency"; ./attach_speed.sh
 echo; echo "== issue 4: 100 power cuts"; ./powercut.sh
 echo; echo "== issue 4: pgbench, stock vs hp"; ./pgbench.sh
+echo; echo "== issue 12: insert-heavy test on PostgreSQL (formats x sectors x partitions)"; ./pg_insert.sh
+echo; echo "== issue 12: sysbench OLTP on MariaDB, stock vs hp"; ./sysbench_oltp.sh
 echo; echo "== issue 10: cost of the live dashboard on a running simulation"; ./dashboard_cost.sh
 echo; echo "== issue 12: sweep on the local pool vs one after another"; ./sweep_speedup.sh
 echo; echo "== issue 11: Flashback degraded reads and rebuild"; ./flashback.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what openvsl needs on a fresh Debian machine (run as root, or with
 # sudo available): a Rust toolchain if missing, and the system tools the
-# tests and benchmarks use (fio, GNU time, sysbench). Idempotent.
+# tests and benchmarks use (fio, GNU time, sysbench, PostgreSQL, MariaDB). Idempotent.
 set -euo pipefail
 
 need_apt=()
@@ -20,6 +20,8 @@ command -v pgbench >/dev/null 2>&1 || need_apt+=(postgresql)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 # bench/attach_model.sh: sysbench fileio on ext4 on the attached card.
 command -v sysbench >/dev/null 2>&1 || need_apt+=(sysbench)
+# bench/sysbench_oltp.sh: sysbench OLTP against MariaDB on the attached card.
+[ -x /usr/sbin/mariadbd ] || need_apt+=(mariadb-server)
 # The Python package (crates/py) and its tests: venv + pip.
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)

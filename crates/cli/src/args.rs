@@ -300,6 +300,11 @@ pub struct ReviewArgs {
     /// it writes to JSON_OUT) to the report.
     #[arg(long, value_name = "FILE")]
     pub pgbench: Option<std::path::PathBuf>,
+    /// Add application-level results measured on the attached card
+    /// (repeatable): the JSON of bench/pgbench.sh, bench/pg_insert.sh or
+    /// bench/sysbench_oltp.sh, recognised by its "tool" key.
+    #[arg(long = "app", value_name = "FILE")]
+    pub apps: Vec<std::path::PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -80,11 +80,15 @@ pub fn review(a: ReviewArgs) -> Result<()> {
         bail!("no targets: give --target PRESET:FORMAT (e.g. iodrive-duo-640-mlc:stock) or file:PATH:SIZE, or a plan with targets");
     }
     plan.timing(false)?;
-    let pgbench = a
-        .pgbench
-        .as_deref()
-        .map(crate::review_report::PgbenchResults::load)
-        .transpose()?;
+    let mut apps = Vec::new();
+    if let Some(p) = &a.pgbench {
+        apps.push(crate::app_report::AppResults::Pgbench(
+            crate::review_report::PgbenchResults::load(p)?,
+        ));
+    }
+    for p in &a.apps {
+        apps.push(crate::app_report::AppResults::load(p)?);
+    }
     // A target that cannot be opened (full filesystem, no permission) is
     // recorded as failed; the others still run and their results are kept.
     let mut targets = Vec::new();
@@ -154,7 +158,7 @@ pub fn review(a: ReviewArgs) -> Result<()> {
         targets: &results,
     };
     crate::output::write_json(&a.out.join("lab_results.json"), &all)?;
-    crate::review_report::render(&a.out, &plan, &results, pgbench.as_ref())?;
+    crate::review_report::render(&a.out, &plan, &results, &apps)?;
     if !a.quiet {
         print_summary(&results, &a.out, wall_s);
     }

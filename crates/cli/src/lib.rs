@@ -7,6 +7,7 @@
 //! as the JSON `vsl run --json` writes) and [`sweep`] (`vsl sweep`: a plan of
 //! runs on a local pool of worker threads, resumable).
 
+pub mod app_report;
 pub mod args;
 pub mod cmd_devices;
 pub mod cmd_review;

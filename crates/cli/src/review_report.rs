@@ -356,7 +356,8 @@ fn summary_table(results: &[TargetResult]) -> Table {
 }
 
 /// What `bench/pgbench.sh` writes to `JSON_OUT`: PostgreSQL's pgbench on
-/// attached cards (real time), one row per format.
+/// attached cards (real time), one row per format. Other application
+/// results: `crate::app_report`.
 #[derive(Debug, serde::Deserialize)]
 pub struct PgbenchResults {
     pub pgbench_scale: u32,
@@ -395,7 +396,7 @@ impl PgbenchResults {
     }
 }
 
-fn pgbench_section(p: &PgbenchResults) -> Section {
+pub(crate) fn pgbench_section(p: &PgbenchResults) -> Section {
     let rows = p
         .results
         .iter()
@@ -442,7 +443,7 @@ pub fn render(
     out: &Path,
     plan: &ReviewPlan,
     results: &[TargetResult],
-    pgbench: Option<&PgbenchResults>,
+    apps: &[crate::app_report::AppResults],
 ) -> Result<()> {
     let mut sections = vec![Section {
         id: "summary".into(),
@@ -471,9 +472,7 @@ pub fn render(
             sections.push(ioanalyzer_section(results));
         }
     }
-    if let Some(p) = pgbench {
-        sections.push(pgbench_section(p));
-    }
+    sections.extend(apps.iter().map(|a| a.section()));
     let configuration = format!(
         "{}\n\n# plan\n{}",
         std::env::args().collect::<Vec<_>>().join(" "),
