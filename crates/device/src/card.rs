@@ -25,6 +25,12 @@ pub const GC_SHARE: f64 = 0.5;
 pub const BUFFER_UNITS: u64 = 16;
 /// Fewest erase units a member scaled below one page per block keeps.
 pub const MIN_SCALED_LEBS: u32 = 24;
+/// Pages per block a scaled erase unit keeps at least (above one page per
+/// block): one-page units let a 64-page SLC card at scale 0.02 stall in
+/// shorter bursts than the full card (latency stddev 0.79, p99 0.75 of the
+/// full card's); two pages give 0.93-0.95 (`bench/scale_table.sh`,
+/// docs/MODEL.md "Scaling").
+pub const MIN_SCALED_PAGES: u32 = 2;
 /// Host RAM the model refuses to exceed without `--scale` (bytes).
 pub const MAX_MODEL_RAM: u64 = 16 << 30;
 
@@ -209,7 +215,8 @@ impl CardConfig {
             return (g, 1);
         }
         let scale = self.scale;
-        let pages = ((full_pages * scale).round() as u32).clamp(1, g.pages_per_block);
+        let pages = ((full_pages * scale).round() as u32)
+            .clamp(MIN_SCALED_PAGES.min(g.pages_per_block), g.pages_per_block);
         let page_scale = pages as f64 / full_pages;
         let lebs = (g.blocks_per_plane as f64 * (scale / page_scale)).round() as u32;
         g.pages_per_block = pages;
