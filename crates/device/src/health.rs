@@ -143,6 +143,38 @@ pub struct HealthReport {
     pub external_power: bool,
 }
 
+/// One sample of a card's health series (`vsl run` per interval, the
+/// review per phase).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HealthPoint {
+    /// Seconds since the measured run (or the target's review) started.
+    pub t_s: f64,
+    /// Hottest member, °C.
+    pub temperature_c: f64,
+    /// All members, W.
+    pub power_w: f64,
+    /// Most-used member: 100 − rated endurance remaining %.
+    pub endurance_used_pct: f64,
+}
+
+impl HealthPoint {
+    /// The sample of a card whose members report `reports`.
+    pub fn of(t_s: f64, reports: &[HealthReport]) -> HealthPoint {
+        HealthPoint {
+            t_s,
+            temperature_c: reports
+                .iter()
+                .map(|h| h.temperature_c)
+                .fold(f64::MIN, f64::max),
+            power_w: reports.iter().map(|h| h.power_w).sum(),
+            endurance_used_pct: reports
+                .iter()
+                .map(|h| 100.0 - h.endurance_remaining_pct)
+                .fold(0.0, f64::max),
+        }
+    }
+}
+
 /// Media counters at the start of the current step.
 #[derive(Copy, Clone, Default)]
 struct Snapshot {
