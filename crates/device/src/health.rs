@@ -403,8 +403,14 @@ impl Health {
         let mut worn = self.worn(vsl.nand.erase_counts());
         // Units whose reads found too many bit errors (media-error model).
         let media = vsl.reliability_stats().is_some();
-        let bad: Vec<u32> = (0..if media { self.usable_lebs } else { 0 })
-            .filter(|&l| !self.retired[l as usize] && vsl.error_prone_leb(l))
+        let lebs = if media {
+            self.in_service.len() as u32
+        } else {
+            0
+        };
+        let bad: Vec<u32> = (0..lebs)
+            .filter(|&l| self.in_service[l as usize] && !self.retired[l as usize])
+            .filter(|&l| vsl.error_prone_leb(l))
             .filter(|l| !worn.contains(l))
             .collect();
         worn.extend(bad);
@@ -434,7 +440,8 @@ impl Health {
         (0..self.retired.len() as u32)
             .filter(|&l| {
                 let i = l as usize;
-                self.in_service[i] && !self.retired[i] && erase_counts[i] >= self.leb_limit[i]
+                let worn = erase_counts.get(i).is_some_and(|&c| c >= self.leb_limit[i]);
+                self.in_service[i] && !self.retired[i] && worn
             })
             .collect()
     }
