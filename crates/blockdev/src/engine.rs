@@ -377,6 +377,8 @@ impl Engine {
             vsl.enable_reliability(rel.ftl_config(store.member, cycles, spare))?;
         }
         card.members[0].vsl = vsl;
+        let m = &mut card.members[0];
+        m.health.adopt_spares(&m.vsl);
         card.members[0].health.set_lifetime_base(
             life_base.nand_bytes_programmed,
             life_base.nand_bytes_read,

@@ -1,6 +1,7 @@
 //! Running simulations publish their intervals here while they run, for
 //! `vsl status` and the dashboard (`vsl serve`): one JSON file per process,
-//! `<run base>/runs/<pid>.json` (run base: `$OPENVSL_RUN_DIR` or
+//! `<run base>/runs/<pid>.json`, or per target of a review,
+//! `<run base>/runs/<pid>-<n>.json` (run base: `$OPENVSL_RUN_DIR` or
 //! `/run/openvsl`), replaced atomically at most every
 //! [`PUBLISH_GAP`] of wall time and removed when the run ends.
 //!
@@ -75,9 +76,23 @@ pub struct Publisher {
 
 impl Publisher {
     pub fn new(kind: &str, label: &str) -> Publisher {
+        Publisher::named(kind, label, None)
+    }
+
+    /// A publisher for part `part` of a process that runs several
+    /// simulations at once (the targets of a review).
+    pub fn part(kind: &str, label: &str, part: usize) -> Publisher {
+        Publisher::named(kind, label, Some(part))
+    }
+
+    fn named(kind: &str, label: &str, part: Option<usize>) -> Publisher {
         let pid = std::process::id();
+        let name = match part {
+            None => format!("{pid}.json"),
+            Some(n) => format!("{pid}-{n}.json"),
+        };
         Publisher {
-            path: runs_dir().join(format!("{pid}.json")),
+            path: runs_dir().join(name),
             run: LiveRun {
                 pid,
                 kind: kind.into(),

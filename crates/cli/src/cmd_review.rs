@@ -3,7 +3,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use device::{CardConfig, Format, Preset};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lab::review::{
-    phase_count, review_target, ModelTarget, ReviewPlan, ReviewTarget, TargetResult,
+    phase_count, review_target_observed, Measured, ModelTarget, ReviewPlan, ReviewTarget,
+    TargetResult,
 };
 use serde::Serialize;
 use std::path::Path;
@@ -122,17 +123,23 @@ pub fn review(a: ReviewArgs) -> Result<()> {
     let results: Vec<TargetResult> = std::thread::scope(|s| {
         let handles: Vec<_> = targets
             .into_iter()
-            .map(|mut t| {
+            .enumerate()
+            .map(|(i, mut t)| {
                 let bar = multi.add(ProgressBar::new(total));
                 bar.set_style(style.clone());
                 bar.set_prefix(t.label().to_string());
                 let plan = &plan;
                 s.spawn(move || {
-                    let r = review_target(t.as_mut(), plan, &mut |phase| {
+                    let label = format!("vsl review {}", t.label());
+                    let mut publisher = blockdev::live::Publisher::part("review", &label, i);
+                    let mut progress = |phase: &str| {
                         if !phase.contains("round") {
                             bar.inc(1);
                         }
                         bar.set_message(phase.to_string());
+                    };
+                    let r = review_target_observed(t.as_mut(), plan, &mut progress, &mut |m| {
+                        publish(&mut publisher, m)
                     });
                     bar.finish_with_message(match &r.error {
                         None => "done".to_string(),
@@ -173,6 +180,14 @@ pub fn review(a: ReviewArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Publishes a measured phase of a review for `vsl status` and `vsl serve`.
+fn publish(p: &mut blockdev::live::Publisher, m: &Measured) {
+    let health = (!m.health.is_empty()).then(|| device::HealthPoint::of(m.t_s, m.health));
+    let mut point = crate::health_series::live_point(m.stats, health.as_ref());
+    point.t_s = m.t_s;
+    p.push(point, false, || m.health.to_vec());
 }
 
 fn stat_at<'a>(

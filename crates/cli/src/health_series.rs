@@ -6,40 +6,11 @@
 use blockdev::live::{LivePoint, Publisher};
 use device::{Card, DeviceError, HealthReport, IoKind, VirtualDevice};
 use lab::IntervalStats;
-use serde::Serialize;
 use sim::Nanos;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-/// One sample of the card's health.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct HealthPoint {
-    /// Seconds of virtual time since the measured run started.
-    pub t_s: f64,
-    /// Hottest member, °C.
-    pub temperature_c: f64,
-    /// All members, W.
-    pub power_w: f64,
-    /// Most-used member: 100 − rated endurance remaining %.
-    pub endurance_used_pct: f64,
-}
-
-impl HealthPoint {
-    pub fn of(t_s: f64, reports: &[HealthReport]) -> HealthPoint {
-        HealthPoint {
-            t_s,
-            temperature_c: reports
-                .iter()
-                .map(|h| h.temperature_c)
-                .fold(f64::MIN, f64::max),
-            power_w: reports.iter().map(|h| h.power_w).sum(),
-            endurance_used_pct: reports
-                .iter()
-                .map(|h| 100.0 - h.endurance_remaining_pct)
-                .fold(0.0, f64::max),
-        }
-    }
-}
+pub use device::HealthPoint;
 
 /// Shared between the device wrapper and the interval callback.
 #[derive(Default)]

@@ -4,6 +4,7 @@
 //! configuration.
 
 use anyhow::{Context, Result};
+use device::HealthPoint;
 use lab::review::{ProfileResult, ReviewPlan, TargetResult, TestPoint};
 use lab::IntervalStats;
 use report::{Chart, Marker, Review, Section, Series, SteadyState, Table, TargetInfo, XValue};
@@ -315,6 +316,100 @@ fn ioanalyzer_section(results: &[TargetResult]) -> Section {
     }
 }
 
+/// One health series: chart id, title, axis and value of a sample.
+type HealthStat = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&HealthPoint) -> f64,
+);
+
+const HEALTH_STATS: [HealthStat; 3] = [
+    (
+        "temperature",
+        "temperature (hottest member)",
+        "Temperature (°C)",
+        |h| h.temperature_c,
+    ),
+    ("power", "power (all members)", "Power (W)", |h| h.power_w),
+    (
+        "endurance-used",
+        "rated endurance used (most-used member)",
+        "Endurance used (%)",
+        |h| h.endurance_used_pct,
+    ),
+];
+
+/// Temperature, power and endurance used of the modelled targets after
+/// every phase, over the review's measured time; `None` when no target
+/// has a health series (real devices only).
+fn health_section(results: &[TargetResult]) -> Option<Section> {
+    let per: Vec<&TargetResult> = results.iter().filter(|r| !r.health.is_empty()).collect();
+    if per.is_empty() {
+        return None;
+    }
+    let charts = HEALTH_STATS
+        .iter()
+        .map(|&(key, title, axis, value)| {
+            let series = per
+                .iter()
+                .map(|r| {
+                    Series::numeric(
+                        r.label.as_str(),
+                        r.health
+                            .iter()
+                            .map(|h| (h.point.t_s / 60.0, value(&h.point))),
+                    )
+                })
+                .collect();
+            Chart::line(
+                format!("health-{key}"),
+                format!("Health: {title}"),
+                "Measured time of the review (minutes)",
+                axis,
+                series,
+            )
+        })
+        .collect();
+    let rows = per
+        .iter()
+        .map(|r| {
+            let last = &r.health.last().expect("not empty").point;
+            let max = |f: fn(&HealthPoint) -> f64| {
+                r.health
+                    .iter()
+                    .map(|h| f(&h.point))
+                    .fold(f64::MIN, f64::max)
+            };
+            vec![
+                r.label.clone(),
+                format!("{:.1}", max(|h| h.temperature_c)),
+                format!("{:.1}", max(|h| h.power_w)),
+                format!("{:.3}", last.endurance_used_pct),
+            ]
+        })
+        .collect();
+    Some(Section {
+        id: "health".into(),
+        title: "Health, power and temperature".into(),
+        text: "The modelled card's hottest member temperature, total power and rated endurance used (100 % − the card's own \"rated endurance remaining\", from physical bytes written) at the end of every measured phase, over the review's measured time (purge and fill excluded; a purge keeps the lifetime counters). Model and parameters: docs/MODEL.md, \"Health, endurance, power and temperature\"; every sample with its phase is in lab_results.json (targets[].health).".into(),
+        charts,
+        tables: vec![Table {
+            title: "Health at the end of the review".into(),
+            columns: [
+                "target",
+                "max temperature (°C)",
+                "max power (W)",
+                "endurance used (%)",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+        }],
+        ..Section::default()
+    })
+}
+
 fn summary_table(results: &[TargetResult]) -> Table {
     let at = |r: &TargetResult, p: &str| -> Option<IntervalStats> {
         r.profiles
@@ -472,6 +567,7 @@ pub fn render(
             sections.push(ioanalyzer_section(results));
         }
     }
+    sections.extend(health_section(results));
     sections.extend(apps.iter().map(|a| a.section()));
     let configuration = format!(
         "{}\n\n# plan\n{}",

@@ -257,14 +257,16 @@ fn quick_review_report_is_complete() {
     }
     // 4K write: 4 preconditioning + 4 matrix charts; 4K read (reused state):
     // 4 matrix; standard: 1 + 3 + 4 ramps x 2 + 2; sysbench: 5 modes x 1
-    // file size x 2; I/O Analyzer: 2.
-    assert_eq!(charts, 8 + 4 + 14 + 10 + 2);
+    // file size x 2; I/O Analyzer: 2; health: temperature, power and
+    // endurance used.
+    assert_eq!(charts, 8 + 4 + 14 + 10 + 2 + 3);
     for section in [
         "profile-4k-randwrite",
         "profile-4k-randread",
         "standard",
         "sysbench",
         "ioanalyzer",
+        "health",
         "pgbench",
     ] {
         assert!(

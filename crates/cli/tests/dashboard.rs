@@ -366,3 +366,82 @@ fn dashboard_streams_a_simulation_and_shows_an_attached_card() {
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// Issue 10: a running `vsl review` publishes its phases; the dashboard
+/// lists it with live points (health included) in `/api/status` and on
+/// the overview page. Needs only the binary (no browser, no root).
+#[test]
+fn dashboard_lists_a_running_review() {
+    let rig = Rig {
+        root: std::env::temp_dir().join(format!("vsl-dashboard-review-{}", std::process::id())),
+    };
+    let _ = std::fs::remove_dir_all(&rig.root);
+    std::fs::create_dir_all(&rig.root).unwrap();
+    let out = rig.root.join("review");
+    // The whole quick review at scale 0.01 runs for a minute or more: it
+    // is still running when the server looks, and is killed after.
+    let _review = Proc(
+        rig.cmd(&[
+            "review",
+            "--quick",
+            "--quiet",
+            "--scale",
+            "0.01",
+            "--target",
+            "iodrive-duo-640-mlc:stock",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap(),
+    );
+    let mut serve = rig
+        .cmd(&["serve", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first = BufReader::new(serve.stdout.take().unwrap())
+        .lines()
+        .next()
+        .unwrap()
+        .unwrap();
+    let _serve = Proc(serve);
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    let run = wait_for(60, "a review with points in /api/status", || {
+        let (code, body) = http(&addr, "GET", "/api/status", "");
+        let v: Value = serde_json::from_str(&body).ok()?;
+        if code != 200 {
+            return None;
+        }
+        v["runs"]
+            .as_array()?
+            .iter()
+            .find(|r| r["kind"] == "review" && r["points"].as_array().is_some_and(|p| p.len() > 1))
+            .cloned()
+    });
+    assert_eq!(run["label"], "vsl review iodrive-duo-640-mlc:stock");
+    let points = run["points"].as_array().unwrap();
+    let t: Vec<f64> = points.iter().map(|p| p["t_s"].as_f64().unwrap()).collect();
+    assert!(t.windows(2).all(|w| w[1] > w[0]), "{t:?}");
+    assert!(points.iter().all(|p| p["iops"].as_f64().unwrap() > 0.0));
+    assert!(
+        points
+            .iter()
+            .all(|p| p["temperature_c"].as_f64().unwrap() > 25.0),
+        "{points:?}"
+    );
+    assert_eq!(run["health"].as_array().unwrap().len(), 2, "both members");
+    let (code, page) = http(&addr, "GET", "/", "");
+    assert_eq!(code, 200);
+    assert!(
+        page.contains("vsl review iodrive-duo-640-mlc:stock"),
+        "the overview lacks the running review"
+    );
+}

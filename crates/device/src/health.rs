@@ -143,6 +143,38 @@ pub struct HealthReport {
     pub external_power: bool,
 }
 
+/// One sample of a card's health series (`vsl run` per interval, the
+/// review per phase).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HealthPoint {
+    /// Seconds since the measured run (or the target's review) started.
+    pub t_s: f64,
+    /// Hottest member, °C.
+    pub temperature_c: f64,
+    /// All members, W.
+    pub power_w: f64,
+    /// Most-used member: 100 − rated endurance remaining %.
+    pub endurance_used_pct: f64,
+}
+
+impl HealthPoint {
+    /// The sample of a card whose members report `reports`.
+    pub fn of(t_s: f64, reports: &[HealthReport]) -> HealthPoint {
+        HealthPoint {
+            t_s,
+            temperature_c: reports
+                .iter()
+                .map(|h| h.temperature_c)
+                .fold(f64::MIN, f64::max),
+            power_w: reports.iter().map(|h| h.power_w).sum(),
+            endurance_used_pct: reports
+                .iter()
+                .map(|h| 100.0 - h.endurance_remaining_pct)
+                .fold(0.0, f64::max),
+        }
+    }
+}
+
 /// Media counters at the start of the current step.
 #[derive(Copy, Clone, Default)]
 struct Snapshot {
@@ -187,6 +219,11 @@ pub struct Health {
     leb_limit: Vec<u32>,
     retired: Vec<bool>,
     retired_count: u32,
+    /// Units the log may use: the usable ones and the reserved ones
+    /// brought in as spares.
+    in_service: Vec<bool>,
+    /// Reserved units brought in to replace retired ones.
+    spares_in_service: u32,
     /// Erase-unit equivalents of spare blocks given to failed dies
     /// (Flashback): they come out of the bad-block pool.
     die_lebs: u32,
@@ -250,6 +287,8 @@ impl Health {
             leb_limit,
             retired: vec![false; lebs as usize],
             retired_count: 0,
+            in_service: (0..lebs).map(|l| l < cfg.usable_lebs()).collect(),
+            spares_in_service: 0,
             die_lebs: 0,
             pool_lebs: ((lebs as f64 * BAD_BLOCK_POOL_FRACTION).round() as u32).max(1),
             rated_bytes: cfg.geometry.data_bytes() * cfg.timing.endurance_cycles as u64,
@@ -364,13 +403,32 @@ impl Health {
         let mut worn = self.worn(vsl.nand.erase_counts());
         // Units whose reads found too many bit errors (media-error model).
         let media = vsl.reliability_stats().is_some();
-        let bad: Vec<u32> = (0..if media { self.usable_lebs } else { 0 })
-            .filter(|&l| !self.retired[l as usize] && vsl.error_prone_leb(l))
+        let lebs = if media {
+            self.in_service.len() as u32
+        } else {
+            0
+        };
+        let bad: Vec<u32> = (0..lebs)
+            .filter(|&l| self.in_service[l as usize] && !self.retired[l as usize])
+            .filter(|&l| vsl.error_prone_leb(l))
             .filter(|l| !worn.contains(l))
             .collect();
         worn.extend(bad);
         for leb in worn {
-            if self.derive_state() < HealthState::ReadOnly && vsl.retire_leb(leb, now) {
+            if self.derive_state() >= HealthState::ReadOnly {
+                break;
+            }
+            // While the bad-block pool lasts, a reserved unit takes the
+            // retired one's place; then the log shrinks.
+            if self.pool_left() > 0 {
+                if let Some(spare) = vsl.replace_leb(leb) {
+                    self.mark_retired(leb);
+                    self.in_service[spare as usize] = true;
+                    self.spares_in_service += 1;
+                    continue;
+                }
+            }
+            if vsl.retire_leb(leb, now) {
                 self.mark_retired(leb);
             }
         }
@@ -379,12 +437,29 @@ impl Health {
 
     /// Units in service whose erase count reached their endurance.
     fn worn(&self, erase_counts: &[u32]) -> Vec<u32> {
-        (0..self.usable_lebs)
+        (0..self.retired.len() as u32)
             .filter(|&l| {
                 let i = l as usize;
-                !self.retired[i] && erase_counts[i] >= self.leb_limit[i]
+                let worn = erase_counts.get(i).is_some_and(|&c| c >= self.leb_limit[i]);
+                self.in_service[i] && !self.retired[i] && worn
             })
             .collect()
+    }
+
+    /// Counts reserved units `vsl` has in service as spares (a store's
+    /// recovered log may hold data in them).
+    pub fn adopt_spares(&mut self, vsl: &Vsl) {
+        for l in self.usable_lebs..self.in_service.len() as u32 {
+            if vsl.in_service(l) && !self.in_service[l as usize] {
+                self.in_service[l as usize] = true;
+                self.spares_in_service += 1;
+            }
+        }
+    }
+
+    /// Reserved units brought into service to replace retired ones.
+    pub fn spares_in_service(&self) -> u32 {
+        self.spares_in_service
     }
 
     fn mark_retired(&mut self, leb: u32) {
@@ -395,7 +470,9 @@ impl Health {
     fn derive_state(&self) -> HealthState {
         let total = self.retired.len() as f64;
         let healthy = (total - (self.retired_count + self.die_lebs) as f64) / total;
-        let spare_slots = (self.usable_lebs - self.retired_count) as u64 * self.slots_per_leb;
+        let serving =
+            (self.usable_lebs + self.spares_in_service).saturating_sub(self.retired_count);
+        let spare_slots = serving as u64 * self.slots_per_leb;
         let spare_lebs = spare_slots.saturating_sub(self.user_sectors) / self.slots_per_leb;
         if healthy < FAILED_HEALTHY {
             HealthState::Failed
@@ -477,6 +554,13 @@ impl Health {
     /// Marks the units `erase_counts` shows worn out as retired, as the
     /// next attach will (for the status of a device that is not running).
     pub fn restore_wear(&mut self, erase_counts: &[u32]) {
+        // A reserved unit that was ever erased was brought in as a spare.
+        for l in self.usable_lebs as usize..self.in_service.len() {
+            if erase_counts.get(l).is_some_and(|&c| c > 0) && !self.in_service[l] {
+                self.in_service[l] = true;
+                self.spares_in_service += 1;
+            }
+        }
         for leb in self.worn(erase_counts) {
             self.mark_retired(leb);
         }
@@ -487,7 +571,12 @@ impl Health {
     /// since this instance started and every unit's erase count.
     pub fn report_parts(&self, programmed: u64, read: u64, erase_counts: &[u32]) -> HealthReport {
         let programmed = self.base_programmed + programmed;
-        let counts = &erase_counts[..self.usable_lebs as usize];
+        let counts: Vec<u32> = erase_counts
+            .iter()
+            .zip(&self.in_service)
+            .filter(|(_, &s)| s)
+            .map(|(&c, _)| c)
+            .collect();
         let total = self.retired.len() as u32;
         let seconds = self.step.at.as_secs_f64();
         let pct = |x: f64| (x * 1e4).round() / 100.0;

@@ -206,7 +206,9 @@ fn wear_out(seed: u64, broken: bool) -> (Vec<(u64, f64, u64)>, Vec<HealthState>,
     let n = c.seq.len() as u64;
     let mut prng = Prng::from_seed(seed);
     let mut states = vec![HealthState::Healthy];
-    // (reads so far, corrected bits per read and retries in the last window).
+    // (reads so far, corrected bits per read and retries in the last window);
+    // windows of 5,000 reads, so that even a card that goes read-only early
+    // (a few error-prone units retire) shows several.
     let mut windows = Vec::new();
     let (mut bits0, mut reads0, mut retries0) = (0u64, 0u64, 0u64);
     let mut i = 0u64;
@@ -223,7 +225,7 @@ fn wear_out(seed: u64, broken: bool) -> (Vec<(u64, f64, u64)>, Vec<HealthState>,
         if *states.last().unwrap() != state {
             states.push(state);
         }
-        if i % 20_000 == 0 {
+        if i % 10_000 == 0 {
             let s = c.card.media()[0].stats;
             let per_read = (s.corrected_bits - bits0) as f64 / (c.reads - reads0).max(1) as f64;
             windows.push((c.reads, per_read, s.read_retries - retries0));

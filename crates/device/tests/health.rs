@@ -89,6 +89,66 @@ fn wear_out_passes_every_health_state_and_keeps_acknowledged_data() {
         .expect("a read-only device still reads");
 }
 
+/// Issue 10: while the bad-block pool lasts, a worn-out erase unit is
+/// replaced by a reserved one: the units in service stay as many, the
+/// reserve drops by one unit per retirement.
+#[test]
+fn issue_10_retired_unit_is_replaced_while_reserves_last() {
+    let mut prng = Prng::from_seed(11);
+    let mut card = Card::new(tiny_wearable()).unwrap();
+    let sectors = card.capacity_bytes() / 4096;
+    let lebs = card.members[0].vsl.config().geometry.lebs();
+    let serving = |c: &Card| {
+        (0..lebs)
+            .filter(|&l| c.members[0].vsl.in_service(l))
+            .count()
+    };
+    let usable = serving(&card);
+    let reserved = card.members[0].vsl.reserved_lebs_left();
+    let pool = card.members[0].health.pool_left();
+    assert!(
+        pool >= 2 && reserved >= pool,
+        "pool {pool}, reserved {reserved}"
+    );
+    let before = card.health()[0].clone();
+    assert_eq!(before.reserve_pct, 100.0);
+    let mut now = Nanos::ZERO;
+    while card.health()[0].retired_blocks == 0 {
+        now = card
+            .submit(now, IoKind::Write, prng.below(sectors) * 4096, 4096)
+            .expect("a healthy card writes");
+    }
+    let h = &card.health()[0];
+    assert_eq!(h.retired_blocks, 1, "{h:?}");
+    assert_eq!(card.members[0].health.pool_left(), pool - 1);
+    assert_eq!(card.members[0].health.spares_in_service(), 1);
+    assert_eq!(card.members[0].vsl.reserved_lebs_left(), reserved - 1);
+    assert_eq!(
+        serving(&card),
+        usable,
+        "a spare took the retired unit's place"
+    );
+    let expect_pct = ((pool - 1) as f64 / pool as f64 * 1e4).round() / 100.0;
+    assert_eq!(h.reserve_pct, expect_pct, "{h:?}");
+    assert_eq!(h.state, HealthState::Healthy);
+    // Once the pool is used up, retirements shrink the log instead.
+    while card.health()[0].retired_blocks <= pool {
+        now = card
+            .submit(now, IoKind::Write, prng.below(sectors) * 4096, 4096)
+            .expect("writes while reserves last");
+    }
+    let retired = card.health()[0].retired_blocks;
+    assert_eq!(card.members[0].health.pool_left(), 0);
+    assert_eq!(card.members[0].health.spares_in_service(), pool);
+    assert_eq!(card.members[0].vsl.reserved_lebs_left(), reserved - pool);
+    assert_eq!(
+        serving(&card),
+        usable - (retired - pool) as usize,
+        "no spare left: the log shrinks"
+    );
+    card.members[0].vsl.check_consistency();
+}
+
 /// Sequential 1 MiB writes at QD 1, wrapping around; calls `tick` with the
 /// completion time of each write until it returns false or an I/O fails.
 fn write_stream(card: &mut Card, mut tick: impl FnMut(&Card, Nanos) -> bool) -> DeviceError {

@@ -282,7 +282,11 @@ enum LebState {
     Closed,
     /// Closed and being collected by paced GC.
     Victim,
+    /// Set aside: never written (the reserved units at the end of the
+    /// address space, until one is brought in as a spare).
     Reserved,
+    /// Taken out of service for good (worn out or error-prone).
+    Retired,
 }
 
 /// The erase unit paced GC is collecting.
@@ -973,6 +977,11 @@ impl Vsl {
                 LebState::Reserved,
                 "lba {lba} maps into a reserved unit"
             );
+            assert_ne!(
+                self.leb_state[leb],
+                LebState::Retired,
+                "lba {lba} maps into a retired unit"
+            );
             valid[leb] += 1;
         }
         assert_eq!(valid, self.leb_valid, "valid counts disagree with the map");
@@ -1263,7 +1272,7 @@ impl Vsl {
             return false;
         }
         self.free.retain(|Reverse((_, l))| *l != leb);
-        self.leb_state[leb as usize] = LebState::Reserved;
+        self.leb_state[leb as usize] = LebState::Retired;
         let mut rounds = 0;
         while self.free.len() < reserve {
             rounds += 1;
@@ -1271,6 +1280,51 @@ impl Vsl {
             self.collect_one(now);
         }
         true
+    }
+
+    /// Retires free erase unit `leb` and brings the first reserved unit
+    /// into service in its place (spare replacement): the free list keeps
+    /// its length, so GC keeps its headroom and no GC runs. Returns the
+    /// spare, or `None`, changing nothing, when `leb` is not free, the GC
+    /// reserve is short, or no reserved unit is left.
+    pub fn replace_leb(&mut self, leb: u32) -> Option<u32> {
+        let reserve = self.cfg.gc_reserve_lebs as usize;
+        if !self.is_free_leb(leb) || self.free.len() < reserve || self.reserved_lebs_left() == 0 {
+            return None;
+        }
+        let spare = self.activate_spare()?;
+        self.free.retain(|Reverse((_, l))| *l != leb);
+        self.leb_state[leb as usize] = LebState::Retired;
+        Some(spare)
+    }
+
+    /// Brings the first reserved erase unit (they sit at the end of the
+    /// address space) into service: it joins the free list. Returns the
+    /// unit, or `None` when no reserved unit is left.
+    fn activate_spare(&mut self) -> Option<u32> {
+        let first = self.cfg.usable_lebs() as usize;
+        let leb = (first..self.leb_state.len())
+            .find(|&l| self.leb_state[l] == LebState::Reserved)? as u32;
+        self.leb_state[leb as usize] = LebState::Free;
+        self.free.push(Reverse((self.nand.erase_count(leb), leb)));
+        Some(leb)
+    }
+
+    /// Reserved erase units left to bring in as spares.
+    pub fn reserved_lebs_left(&self) -> u32 {
+        self.leb_state
+            .iter()
+            .filter(|s| **s == LebState::Reserved)
+            .count() as u32
+    }
+
+    /// True when erase unit `leb` is in service: free, open, closed or
+    /// being collected (not reserved, not retired).
+    pub fn in_service(&self, leb: u32) -> bool {
+        !matches!(
+            self.leb_state.get(leb as usize),
+            None | Some(LebState::Reserved | LebState::Retired)
+        )
     }
 
     /// Out-of-band sequence number recorded with slot `psa` (0 when not
@@ -1323,7 +1377,8 @@ impl Vsl {
             ));
         }
         let slots = vsl.p2l.len() as u64;
-        let usable_slots = vsl.cfg.usable_lebs() as u64 * vsl.spl as u64;
+        // Records may lie in reserved units brought in as spares.
+        let usable_slots = slots;
         let mut best_seq = vec![0u64; vsl.l2p.len()];
         let mut max_seq = seq_floor;
         for r in records {
@@ -1353,6 +1408,13 @@ impl Vsl {
             }
         }
         vsl.free.clear();
+        // A spare that holds data stays in service; empty ones go back to
+        // the reserve.
+        for leb in vsl.cfg.usable_lebs()..vsl.cfg.geometry.lebs() {
+            if vsl.leb_valid[leb as usize] > 0 {
+                vsl.leb_state[leb as usize] = LebState::Closed;
+            }
+        }
         for leb in 0..vsl.cfg.usable_lebs() {
             if let Some((r, next)) = resume.filter(|r| r.0 == leb) {
                 vsl.leb_state[r as usize] = LebState::Open;

@@ -200,3 +200,48 @@ fn out_of_range_is_an_error_not_a_panic() {
     assert!(vsl.read(Nanos::ZERO, user - 1, 2).is_err());
     assert!(vsl.trim(0, 0).is_err());
 }
+
+/// Issue 10: a retired erase unit is replaced by a reserved one, so the
+/// log keeps its free units and the reserve shrinks by one; with no
+/// reserved unit left nothing is replaced.
+#[test]
+fn issue_10_retired_unit_is_replaced_by_a_spare() {
+    let mut cfg = small_config(48, 0.25, 4096);
+    cfg.reserved_lebs = 2;
+    cfg.user_sectors = cfg.user_sectors * 40 / 48;
+    cfg.track_sequence = true;
+    let user = cfg.user_sectors;
+    let mut vsl = Vsl::new(cfg).unwrap();
+    let mut prng = Prng::from_seed(10);
+    let mut t = Nanos::ZERO;
+    for _ in 0..20_000 {
+        t = vsl.write(t, prng.below(user), 1).unwrap();
+    }
+    assert_eq!(vsl.reserved_lebs_left(), 2);
+    let in_service = |v: &Vsl| (0..48).filter(|&l| v.in_service(l)).count();
+    assert_eq!(in_service(&vsl), 46);
+    let free_before = vsl.free_lebs();
+    let victim = (0..46).find(|&l| vsl.is_free_leb(l)).expect("a free unit");
+    let spare = vsl.replace_leb(victim).expect("a spare replaces it");
+    assert_eq!(spare, 46, "the first reserved unit comes in");
+    assert!(!vsl.in_service(victim));
+    assert!(vsl.in_service(spare));
+    assert!(vsl.is_free_leb(spare));
+    assert_eq!(vsl.free_lebs(), free_before, "free units unchanged");
+    assert_eq!(in_service(&vsl), 46, "usable units unchanged");
+    assert_eq!(vsl.reserved_lebs_left(), 1, "reserve down by one");
+    // A unit in use cannot be replaced; nothing changes.
+    let closed = (0..48).find(|&l| vsl.in_service(l) && !vsl.is_free_leb(l));
+    assert_eq!(vsl.replace_leb(closed.unwrap()), None);
+    assert_eq!(vsl.reserved_lebs_left(), 1);
+    // The spare takes writes and the map stays consistent.
+    for _ in 0..20_000 {
+        t = vsl.write(t, prng.below(user), 1).unwrap();
+    }
+    vsl.check_consistency();
+    let victim = (0..48).find(|&l| l != spare && vsl.is_free_leb(l)).unwrap();
+    assert_eq!(vsl.replace_leb(victim), Some(47));
+    let victim = (0..48).find(|&l| vsl.is_free_leb(l)).unwrap();
+    assert_eq!(vsl.replace_leb(victim), None, "no reserved unit left");
+    assert!(vsl.in_service(victim));
+}

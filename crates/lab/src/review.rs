@@ -6,7 +6,11 @@
 //!   modelled card in virtual time) here, real files and block devices in
 //!   the `realtime` crate.
 //! - [`review_target`]: runs every phase on one target and returns its
-//!   [`TargetResult`], keeping what was gathered if a later phase fails.
+//!   [`TargetResult`], keeping what was gathered if a later phase fails;
+//!   [`review_target_observed`] also hands every measured phase
+//!   ([`Measured`]) to a callback as it ends (live publication).
+//! - [`PhaseHealth`]: the health series of a modelled target, one sample
+//!   (temperature, power, endurance used) at the end of every phase.
 //!
 //! Phases: for each profile, purge and fill, precondition with the
 //! profile's own pattern (100 %-read profiles with the same pattern as
@@ -24,7 +28,7 @@ use crate::steady::check_window;
 fn check_last_window(rounds: &[f64]) -> bool {
     check_window(rounds).is_some_and(|c| c.steady)
 }
-use device::{Card, CardConfig, VirtualDevice};
+use device::{Card, CardConfig, HealthPoint, HealthReport, VirtualDevice};
 use serde::{Deserialize, Serialize};
 use sim::Nanos;
 use std::sync::Arc;
@@ -215,6 +219,10 @@ pub trait ReviewTarget: Send {
     /// Secure erase (where possible) and one sequential fill.
     fn purge_and_fill(&mut self) -> Result<(), ReviewError>;
     fn run(&mut self, spec: &WorkloadSpec, opts: &RunOptions) -> Result<RunResult, ReviewError>;
+    /// Health of each member now (modelled cards; `None` for real devices).
+    fn health(&self) -> Option<Vec<HealthReport>> {
+        None
+    }
 }
 
 /// A modelled card in virtual time.
@@ -266,10 +274,19 @@ impl ReviewTarget for ModelTarget {
         self.card.sector_bytes()
     }
     fn purge_and_fill(&mut self) -> Result<(), ReviewError> {
-        // Secure erase: a freshly formatted card (lifetime counters are not
-        // modelled across it yet).
+        // Secure erase: a freshly formatted card that keeps its lifetime
+        // counters (physical bytes written and read, hottest temperature),
+        // so endurance used only grows. Wear (erase counts) starts afresh.
+        let before = self.card.health();
         self.card =
             Card::new(self.config.clone()).map_err(|e| ReviewError::Target(e.to_string()))?;
+        for (m, h) in self.card.members.iter_mut().zip(&before) {
+            m.health.set_lifetime_base(
+                h.physical_bytes_written,
+                h.physical_bytes_read,
+                h.temperature_max_c,
+            );
+        }
         self.now = precondition_fill(&mut self.card, Nanos::ZERO)?;
         Ok(())
     }
@@ -277,6 +294,9 @@ impl ReviewTarget for ModelTarget {
         let r = run(&mut self.card, spec, opts, self.now, &mut |_| {})?;
         self.now = r.end;
         Ok(r)
+    }
+    fn health(&self) -> Option<Vec<HealthReport>> {
+        Some(self.card.health())
     }
 }
 
@@ -317,6 +337,28 @@ pub struct TestPoint {
     pub stats: IntervalStats,
 }
 
+/// The card's health at the end of one measured phase.
+#[derive(Clone, Debug, Serialize)]
+pub struct PhaseHealth {
+    /// The phase, as the progress line names it (`4k-randwrite: matrix
+    /// 2T/2Q`).
+    pub phase: String,
+    /// `t_s`: seconds of measured time since the target's review started
+    /// (virtual time for a modelled card).
+    #[serde(flatten)]
+    pub point: HealthPoint,
+}
+
+/// One measured phase as it ends, for live publication.
+pub struct Measured<'a> {
+    pub phase: &'a str,
+    /// Seconds of measured time since the target's review started.
+    pub t_s: f64,
+    pub stats: &'a IntervalStats,
+    /// Health of each member (modelled cards; empty for real devices).
+    pub health: &'a [HealthReport],
+}
+
 /// Everything measured on one target.
 #[derive(Clone, Debug, Serialize, Default)]
 pub struct TargetResult {
@@ -329,6 +371,9 @@ pub struct TargetResult {
     pub error: Option<String>,
     /// Simulated or issued I/Os, for speed reports.
     pub ios: u64,
+    /// Temperature, power and endurance used after every phase (modelled
+    /// cards; empty for real devices).
+    pub health: Vec<PhaseHealth>,
 }
 
 /// Counts the phases `review_target` will run, for progress and ETA.
@@ -350,7 +395,48 @@ struct Ctx<'a> {
     plan: &'a ReviewPlan,
     timing: Timing,
     progress: &'a mut dyn FnMut(&str),
+    measured: &'a mut dyn FnMut(&Measured),
+    /// The last progress message: the phase running.
+    phase: String,
+    /// Measured time run so far.
+    elapsed_ns: u64,
     result: TargetResult,
+}
+
+impl Ctx<'_> {
+    fn progress(&mut self, msg: &str) {
+        self.phase.clear();
+        self.phase.push_str(msg);
+        (self.progress)(msg);
+    }
+}
+
+/// Runs one measured phase on `target`, then samples the card's health and
+/// hands the phase to the live callback.
+fn run_phase(
+    target: &mut dyn ReviewTarget,
+    ctx: &mut Ctx,
+    spec: &WorkloadSpec,
+    opts: &RunOptions,
+) -> Result<RunResult, ReviewError> {
+    let r = target.run(spec, opts)?;
+    ctx.elapsed_ns += opts.duration_ns;
+    let t_s = ctx.elapsed_ns as f64 / 1e9;
+    let reports = target.health().unwrap_or_default();
+    if !reports.is_empty() {
+        ctx.result.health.push(PhaseHealth {
+            phase: ctx.phase.clone(),
+            point: HealthPoint::of(t_s, &reports),
+        });
+    }
+    let phase = ctx.phase.clone();
+    (ctx.measured)(&Measured {
+        phase: &phase,
+        t_s,
+        stats: &r.summary.totals,
+        health: &reports,
+    });
+    Ok(r)
 }
 
 fn window(ctx: &Ctx, threads: u32, qd: u32, seed_salt: u64) -> RunOptions {
@@ -369,6 +455,17 @@ pub fn review_target(
     target: &mut dyn ReviewTarget,
     plan: &ReviewPlan,
     progress: &mut dyn FnMut(&str),
+) -> TargetResult {
+    review_target_observed(target, plan, progress, &mut |_| {})
+}
+
+/// [`review_target`], handing every measured phase to `measured` as it
+/// ends.
+pub fn review_target_observed(
+    target: &mut dyn ReviewTarget,
+    plan: &ReviewPlan,
+    progress: &mut dyn FnMut(&str),
+    measured: &mut dyn FnMut(&Measured),
 ) -> TargetResult {
     let result = TargetResult {
         label: target.label().into(),
@@ -389,6 +486,9 @@ pub fn review_target(
         plan,
         timing,
         progress,
+        measured,
+        phase: String::new(),
+        elapsed_ns: 0,
         result,
     };
     if let Err(e) = review_phases(target, &mut ctx) {
@@ -419,7 +519,7 @@ fn review_phases(target: &mut dyn ReviewTarget, ctx: &mut Ctx) -> Result<(), Rev
             reused_state: reuse,
             matrix: Vec::new(),
         };
-        (ctx.progress)(&format!("{name}: preconditioning"));
+        ctx.progress(&format!("{name}: preconditioning"));
         if !reuse {
             target.purge_and_fill()?;
             precondition(target, ctx, &pre_spec, &mut pr)?;
@@ -428,8 +528,8 @@ fn review_phases(target: &mut dyn ReviewTarget, ctx: &mut Ctx) -> Result<(), Rev
         let spec = p.spec();
         for &t in &ctx.plan.matrix_threads.clone() {
             for &q in &ctx.plan.matrix_qd.clone() {
-                (ctx.progress)(&format!("{name}: matrix {t}T/{q}Q"));
-                let r = target.run(&spec, &window(ctx, t, q, (t * 100 + q) as u64))?;
+                ctx.progress(&format!("{name}: matrix {t}T/{q}Q"));
+                let r = run_phase(target, ctx, &spec, &window(ctx, t, q, (t * 100 + q) as u64))?;
                 ctx.result.ios += r.summary.totals.ios;
                 pr.matrix.push(MatrixPoint {
                     threads: t,
@@ -473,7 +573,8 @@ fn precondition(
             interval_ns: ctx.timing.round_ns,
             seed: ctx.plan.seed.wrapping_add(10_000 + round),
         };
-        let r = target.run(spec, &opts)?;
+        ctx.phase = format!("{}: preconditioning round {}", pr.profile, round + 1);
+        let r = run_phase(target, ctx, spec, &opts)?;
         elapsed += ctx.timing.round_ns;
         let mut s = r.summary.totals.clone();
         s.t_s = elapsed as f64 / 1e9;
@@ -489,7 +590,7 @@ fn precondition(
             break;
         }
         if round % 10 == 9 {
-            (ctx.progress)(&format!(
+            ctx.progress(&format!(
                 "{}: preconditioning round {}",
                 pr.profile,
                 round + 1
@@ -528,22 +629,22 @@ fn profile_spec(name: &str) -> WorkloadSpec {
 fn standard_tests(target: &mut dyn ReviewTarget, ctx: &mut Ctx) -> Result<(), ReviewError> {
     target.purge_and_fill()?;
     for name in ["seq-2m-read", "seq-2m-write", "2m-randread", "2m-randwrite"] {
-        (ctx.progress)(&format!("standard: {name}"));
+        ctx.progress(&format!("standard: {name}"));
         let o = window(ctx, 4, 8, 1);
-        let r = target.run(&profile_spec(name), &o)?;
+        let r = run_phase(target, ctx, &profile_spec(name), &o)?;
         push(ctx, "2m-bandwidth", name, 0.0, "test", &o, r);
     }
     for name in ["4k-randread", "4k-randwrite"] {
-        (ctx.progress)(&format!("standard: {name} 4 workers x QD 1"));
+        ctx.progress(&format!("standard: {name} 4 workers x QD 1"));
         let o = window(ctx, 4, 1, 2);
-        let r = target.run(&profile_spec(name), &o)?;
+        let r = run_phase(target, ctx, &profile_spec(name), &o)?;
         push(ctx, "4k-qd1", name, 1.0, "QD per worker", &o, r);
     }
     for name in ["4k-randread", "4k-randwrite"] {
         for qd in [1u32, 2, 4, 8, 16, 32, 64] {
-            (ctx.progress)(&format!("standard: ramp {name} QD {qd}"));
+            ctx.progress(&format!("standard: ramp {name} QD {qd}"));
             let o = window(ctx, 4, qd, qd as u64);
-            let r = target.run(&profile_spec(name), &o)?;
+            let r = run_phase(target, ctx, &profile_spec(name), &o)?;
             push(
                 ctx,
                 &format!("ramp-{name}"),
@@ -558,9 +659,9 @@ fn standard_tests(target: &mut dyn ReviewTarget, ctx: &mut Ctx) -> Result<(), Re
     for name in ["fileserver", "webserver"] {
         for eff in [1u32, 2, 4, 8, 32, 64, 128, 512] {
             let (threads, qd) = if eff < 4 { (eff, 1) } else { (4, eff / 4) };
-            (ctx.progress)(&format!("standard: ramp {name} effective QD {eff}"));
+            ctx.progress(&format!("standard: ramp {name} effective QD {eff}"));
             let o = window(ctx, threads, qd, eff as u64);
-            let r = target.run(&profile_spec(name), &o)?;
+            let r = run_phase(target, ctx, &profile_spec(name), &o)?;
             push(
                 ctx,
                 &format!("ramp-{name}"),
@@ -584,9 +685,9 @@ fn standard_tests(target: &mut dyn ReviewTarget, ctx: &mut Ctx) -> Result<(), Re
     spec.block_sizes = BlockSizes::Fixed(target.sector_bytes() as u64);
     spec.trace = Some(Arc::new(trace));
     for (load, eff) in [("light", 8u32), ("heavy", 48)] {
-        (ctx.progress)(&format!("standard: mail-server trace, {load} (QD {eff})"));
+        ctx.progress(&format!("standard: mail-server trace, {load} (QD {eff})"));
         let o = window(ctx, 1, eff, 7);
-        let r = target.run(&spec, &o)?;
+        let r = run_phase(target, ctx, &spec, &o)?;
         push(ctx, "mail-trace", load, eff as f64, "effective QD", &o, r);
     }
     Ok(())
@@ -607,7 +708,7 @@ fn sysbench_tests(target: &mut dyn ReviewTarget, ctx: &mut Ctx) -> Result<(), Re
             ("rndrw", "randrw", Some(0.6)),
         ] {
             for &threads in &ctx.plan.sysbench_threads.clone() {
-                (ctx.progress)(&format!(
+                ctx.progress(&format!(
                     "sysbench {mode} {threads} threads, file {:.0} %",
                     frac * 100.0
                 ));
@@ -615,7 +716,7 @@ fn sysbench_tests(target: &mut dyn ReviewTarget, ctx: &mut Ctx) -> Result<(), Re
                 spec.block_sizes = BlockSizes::Fixed((16 << 10).max(sector));
                 spec.size = Some(size);
                 let o = window(ctx, threads, 1, threads as u64);
-                let r = target.run(&spec, &o)?;
+                let r = run_phase(target, ctx, &spec, &o)?;
                 let group = format!("sysbench-{mode}-file{:.0}", frac * 100.0);
                 push(ctx, &group, mode, threads as f64, "threads", &o, r);
             }
@@ -632,11 +733,11 @@ fn ioanalyzer_tests(target: &mut dyn ReviewTarget, ctx: &mut Ctx) -> Result<(), 
         ("4K sequential read", "read", None, 4096),
         ("4K random 50% read", "randrw", Some(0.5), 4096),
     ] {
-        (ctx.progress)(&format!("I/O Analyzer: {name}"));
+        ctx.progress(&format!("I/O Analyzer: {name}"));
         let mut spec = WorkloadSpec::from_rw(rw, mix).expect("valid rw");
         spec.block_sizes = BlockSizes::Fixed(bs.max(sector));
         let o = window(ctx, 1, 32, bs);
-        let r = target.run(&spec, &o)?;
+        let r = run_phase(target, ctx, &spec, &o)?;
         push(ctx, "ioanalyzer", name, bs as f64, "block bytes", &o, r);
     }
     Ok(())
@@ -659,8 +760,35 @@ mod tests {
         c.scale = plan.scale;
         let mut t = ModelTarget::new("stock", c).unwrap();
         let mut phases = 0;
-        let r = review_target(&mut t, &plan, &mut |_| phases += 1);
+        let mut live = Vec::new();
+        let r = review_target_observed(&mut t, &plan, &mut |_| phases += 1, &mut |m| {
+            live.push((m.phase.to_string(), m.t_s, m.stats.iops, m.health.len()))
+        });
         assert!(r.error.is_none(), "{:?}", r.error);
+        // Issue 10: a health sample after every measured phase, handed live
+        // to the observer too.
+        let rounds: usize = r.profiles.iter().map(|p| p.precondition.len()).sum();
+        let matrix: usize = r.profiles.iter().map(|p| p.matrix.len()).sum();
+        assert_eq!(r.health.len(), rounds + matrix + r.tests.len());
+        assert_eq!(live.len(), r.health.len());
+        for (h, l) in r.health.iter().zip(&live) {
+            assert_eq!((&h.phase, h.point.t_s), (&l.0, l.1));
+            assert_eq!(l.3, 2, "both members of the Duo report");
+        }
+        assert!(live.iter().all(|l| l.2 > 0.0 || l.0.contains("read")));
+        assert!(r.health[0]
+            .phase
+            .contains("4k-randwrite: preconditioning round 1"));
+        assert!(r.health.windows(2).all(|w| w[1].point.t_s > w[0].point.t_s));
+        assert!(r
+            .health
+            .windows(2)
+            .all(|w| w[1].point.endurance_used_pct >= w[0].point.endurance_used_pct));
+        let last = &r.health.last().unwrap().point;
+        assert!(last.endurance_used_pct > 0.0, "{last:?}");
+        assert!(r.health.iter().all(|h| h.point.temperature_c > 25.0));
+        assert!(r.health.iter().all(|h| h.point.power_w > 0.0));
+        assert!(r.health.iter().any(|h| h.phase.starts_with("standard: ")));
         assert_eq!(r.profiles.len(), 5);
         assert!(
             r.profiles[1].reused_state,

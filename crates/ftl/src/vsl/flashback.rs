@@ -350,7 +350,7 @@ impl Vsl {
             return self.frontier_next / self.spu;
         }
         match self.leb_state[leb as usize] {
-            LebState::Free | LebState::Reserved => 0,
+            LebState::Free | LebState::Reserved | LebState::Retired => 0,
             _ => self.cfg.geometry.units_per_leb(),
         }
     }
