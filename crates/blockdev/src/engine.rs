@@ -49,6 +49,8 @@ pub enum EngineError {
     Recovery(#[from] ftl::FtlError),
     #[error("flush: the store sync this flush shared with others failed (see the first error)")]
     SyncFailed,
+    #[error("atomic write: {0}")]
+    Atomic(String),
 }
 
 impl EngineError {
@@ -360,7 +362,16 @@ impl Engine {
         let user = ftl_cfg.user_sectors;
         let lebs = ftl_cfg.geometry.lebs();
         let slots_per_leb = ftl_cfg.slots_per_leb();
-        let scan = store.scan(user)?;
+        // An atomic write the daemon died in: committed, its trims are
+        // applied (again); pending, its records are left out.
+        let entry = store.atomic_entry()?;
+        if let Some(e) = entry.as_ref().filter(|e| e.committed) {
+            for &(start, count) in &e.trims {
+                store.trim_at_least(start, count, e.floor)?;
+            }
+        }
+        let discard = entry.as_ref().filter(|e| !e.committed).map(|e| e.seqs());
+        let scan = store.scan_except(user, discard)?;
         let wear = store.load_wear(lebs)?;
         let life_base = store.load_lifetime()?;
         let mut vsl = Vsl::recover(ftl_cfg, &scan.records, scan.seq_max, Some(&wear))?;
@@ -368,6 +379,13 @@ impl Engine {
             if vsl.is_free_leb(leb) {
                 store.erase(leb)?;
             }
+        }
+        if entry.is_some() {
+            // Durably settled before the journal forgets the group: the
+            // discarded records zeroed, the trims written.
+            store.clear_oob(&scan.discarded)?;
+            store.sync()?;
+            store.atomic_clear()?;
         }
         vsl.enable_media_log();
         let rel = &card.config.reliability;
@@ -480,26 +498,30 @@ impl Engine {
         Ok(())
     }
 
-    /// Writes `data` at `offset`; returns when it may be acknowledged.
-    pub fn write(&self, offset: u64, data: &[u8]) -> Result<Completion, EngineError> {
-        let mut g = self.lock();
-        let inner = &mut *g;
-        let seq_before = inner.card.members[0].vsl.stats().host_sectors_written;
-        let done = self.submit(inner, IoKind::Write, offset, data.len() as u64)?;
-        let start = offset / self.sector;
-        let count = data.len() as u64 / self.sector;
+    /// Stores what the model did to the media since the last call: GC
+    /// copies (batched into runs of consecutive source and target slots)
+    /// and erases, in order. `own` is the host write being served (its
+    /// first sector, data and the sequence number before it): a sector of
+    /// it moved before it was stored is stored from `data`.
+    fn store_media_events(
+        &self,
+        inner: &mut Inner,
+        own: Option<(u64, &[u8], u64)>,
+    ) -> Result<(), EngineError> {
         let vsl = &mut inner.card.members[0].vsl;
         vsl.drain_media_log(&mut inner.events);
-        // GC copies batched into runs of consecutive source and target slots.
         let mut moves = MoveRun::default();
+        let sector = self.sector as usize;
         for e in inner.events.drain(..) {
             match e {
                 MediaEvent::Moved { from, to, lba, seq } => {
                     let l = lba as u64;
-                    if seq > seq_before && l >= start && l < start + count {
+                    let mine = own.filter(|&(start, data, seq_before)| {
+                        seq > seq_before && l >= start && l < start + (data.len() / sector) as u64
+                    });
+                    if let Some((start, data, _)) = mine {
                         // This write's own sector, moved before we stored it.
                         self.copy_run(&mut moves)?;
-                        let sector = self.sector as usize;
                         let at = (l - start) as usize * sector;
                         self.store.write_data(to, &data[at..at + sector])?;
                         self.store.write_oob(to, &[(lba, seq)])?;
@@ -515,8 +537,12 @@ impl Engine {
                 }
             }
         }
-        self.copy_run(&mut moves)?;
-        // Host data in runs of consecutive slots, each pinned until stored.
+        self.copy_run(&mut moves)
+    }
+
+    /// Where the model placed sectors `start..start + count`: runs of
+    /// consecutive slots with their records.
+    fn runs(&self, vsl: &Vsl, start: u64, count: u64) -> Vec<Run> {
         let mut runs: Vec<Run> = Vec::new();
         let mut i = 0u64;
         while i < count {
@@ -535,6 +561,93 @@ impl Engine {
             });
             i += n;
         }
+        runs
+    }
+
+    /// Applies an atomic write: every `(offset, data)` write and every
+    /// `(offset, len)` trim (bytes, sector aligned, not overlapping), all
+    /// or nothing even if the daemon dies at any moment; returns, with the
+    /// group synced to the store, when it may be acknowledged.
+    ///
+    /// The whole group is stored under the device lock (so no read sees
+    /// half of it and no GC erases the data it replaces before it is
+    /// whole), journalled in the store: pending before its first record,
+    /// committed after its last, its trims written only then.
+    pub fn atomic(
+        &self,
+        writes: &[(u64, &[u8])],
+        trims: &[(u64, u64)],
+    ) -> Result<Completion, EngineError> {
+        if trims.len() > crate::store::ATOMIC_TRIMS_MAX {
+            return Err(EngineError::Atomic(format!(
+                "{} trim ranges; at most {} in one atomic write",
+                trims.len(),
+                crate::store::ATOMIC_TRIMS_MAX
+            )));
+        }
+        let ranges: Vec<(u64, u64)> = writes.iter().map(|w| (w.0, w.1.len() as u64)).collect();
+        let mut g = self.lock();
+        let inner = &mut *g;
+        let seq_before = inner.card.members[0].vsl.stats().host_sectors_written;
+        let now = Nanos(self.epoch.elapsed().as_nanos() as u64).max(inner.last_submit);
+        inner.last_submit = now;
+        let model = inner.card.atomic(now, &ranges, trims);
+        // GC may have run before a refusal too: the store follows it.
+        self.store_media_events(inner, None)?;
+        let at = model?;
+        let done = Completion {
+            at: self.epoch + Duration::from_nanos(at.0),
+            submitted: self.epoch + Duration::from_nanos(now.0),
+            host: self.host_write,
+        };
+        let sector = self.sector;
+        let written: u64 = ranges.iter().map(|r| r.1 / sector).sum();
+        let entry = crate::store::AtomicEntry {
+            committed: false,
+            first: seq_before + 1,
+            sectors: written,
+            floor: seq_before,
+            trims: trims.iter().map(|t| (t.0 / sector, t.1 / sector)).collect(),
+        };
+        self.store.atomic_begin(&entry)?;
+        for &(offset, data) in writes {
+            let vsl = &inner.card.members[0].vsl;
+            for r in self.runs(vsl, offset / sector, data.len() as u64 / sector) {
+                let len = r.records.len() * sector as usize;
+                debug_assert!(r.records.iter().all(|rec| entry.seqs().contains(&rec.1)));
+                self.store.write_data(r.psa, &data[r.at..r.at + len])?;
+                self.store.write_oob(r.psa, &r.records)?;
+            }
+        }
+        self.store.atomic_commit()?;
+        for &(start, count) in &entry.trims {
+            self.store.trim(start, count, entry.floor)?;
+        }
+        self.changed();
+        drop(g);
+        // Durable before the answer (a flush that is not the host's).
+        self.flushes.run(|| Ok(self.store.sync()?))?;
+        self.counters.writes.fetch_add(1, Relaxed);
+        self.counters
+            .bytes_written
+            .fetch_add(written * sector, Relaxed);
+        if !trims.is_empty() {
+            self.counters.trims.fetch_add(1, Relaxed);
+        }
+        Ok(done)
+    }
+
+    /// Writes `data` at `offset`; returns when it may be acknowledged.
+    pub fn write(&self, offset: u64, data: &[u8]) -> Result<Completion, EngineError> {
+        let mut g = self.lock();
+        let inner = &mut *g;
+        let seq_before = inner.card.members[0].vsl.stats().host_sectors_written;
+        let done = self.submit(inner, IoKind::Write, offset, data.len() as u64)?;
+        let start = offset / self.sector;
+        let count = data.len() as u64 / self.sector;
+        self.store_media_events(inner, Some((start, data, seq_before)))?;
+        // Host data in runs of consecutive slots, each pinned until stored.
+        let runs = self.runs(&inner.card.members[0].vsl, start, count);
         let mut pinned: Vec<usize> = Vec::with_capacity(2);
         for r in &runs {
             for leb in self.units(r.psa, r.records.len() as u32) {
