@@ -851,20 +851,118 @@ mod tests {
     fn rig(name: &str) -> Rig {
         let dir = std::env::temp_dir().join(format!("openvsl-pins-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
+        let (store, engine) = open_store(&dir);
+        Rig {
+            dir,
+            _store: store,
+            engine: Arc::new(engine),
+        }
+    }
+
+    /// Opens (creating or recovering) the tiny card's store at `dir`.
+    fn open_store(dir: &std::path::Path) -> (Store, Engine) {
         let spec = CardSpec::tiny();
         let mut one = card_config(&spec).unwrap();
         one.member = MemberSel::One(0);
         let probe = Card::new(one.clone()).unwrap();
         let vsl = &probe.members[0].vsl;
         let header = StoreHeader::new(spec, vec![0], vsl.config(), vsl.physical_slots());
-        let mut store = Store::open(&dir, &header).unwrap();
+        let mut store = Store::open(dir, &header).unwrap();
         let ms = store.members.remove(0);
         let engine = Engine::open(one, ms, Instant::now(), Timing::None).unwrap();
-        Rig {
-            dir,
-            _store: store,
-            engine: Arc::new(engine),
+        (store, engine)
+    }
+
+    /// The first byte of every sector of `lbas`, as the engine reads them.
+    fn firsts(e: &Engine, lbas: &[u64]) -> Vec<u8> {
+        let mut buf = Vec::new();
+        lbas.iter()
+            .map(|&l| {
+                e.read(l * e.sector, e.sector, &mut buf).unwrap();
+                assert!(buf.iter().all(|&b| b == buf[0]), "sector {l} is torn");
+                buf[0]
+            })
+            .collect()
+    }
+
+    /// Issue 11: an atomic write the daemon died in before its commit is
+    /// discarded whole on recovery (its records zeroed, the journal
+    /// emptied); one that died after its commit but before its trims
+    /// were written gets its trims on recovery.
+    #[test]
+    fn issue11_recovery_discards_an_uncommitted_atomic_write_and_finishes_a_committed_one() {
+        let dir = std::env::temp_dir().join(format!("openvsl-atomic-rec-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let lbas = [0u64, 1, 5, 10, 11];
+        let s = 4096usize;
+        {
+            let (_store, e) = open_store(&dir);
+            e.write(0, &vec![1; 2 * s]).unwrap();
+            e.write(5 * s as u64, &vec![1; s]).unwrap();
+            let two = vec![2u8; 2 * s];
+            e.atomic(
+                &[(0, &two[..s]), (10 * s as u64, &two)],
+                &[(5 * s as u64, s as u64)],
+            )
+            .unwrap();
+            assert_eq!(firsts(&e, &lbas), [2, 1, 0, 2, 2]);
+            // Killed after its commit, before its trim reached the store.
+            e.store.trim(5, 1, 0).unwrap();
+            assert_eq!(
+                e.store.atomic_entry().unwrap().map(|j| j.committed),
+                Some(true)
+            );
         }
+        let discarded = {
+            let (_store, e) = open_store(&dir);
+            assert_eq!(
+                firsts(&e, &lbas),
+                [2, 1, 0, 2, 2],
+                "the committed trim was lost"
+            );
+            assert_eq!(e.store.atomic_entry().unwrap(), None, "journal not emptied");
+            let three = vec![3u8; 3 * s];
+            e.atomic(
+                &[(0, &three[..2 * s]), (11 * s as u64, &three[..s])],
+                &[(10 * s as u64, s as u64)],
+            )
+            .unwrap();
+            assert_eq!(firsts(&e, &lbas), [3, 3, 0, 0, 3]);
+            // Killed before its commit: every record written, the journal
+            // still pending, its trim not written.
+            let mut j = e.store.atomic_entry().unwrap().unwrap();
+            j.committed = false;
+            e.store.atomic_begin(&j).unwrap();
+            e.store.trim(10, 1, 0).unwrap();
+            j
+        };
+        {
+            let (_store, e) = open_store(&dir);
+            assert_eq!(
+                firsts(&e, &lbas),
+                [2, 1, 0, 2, 2],
+                "a half-committed group survived"
+            );
+            assert_eq!(e.store.atomic_entry().unwrap(), None, "journal not emptied");
+            let scan = e.store.scan(e.capacity / e.sector).unwrap();
+            assert_eq!(discarded.sectors, 3);
+            assert!(
+                scan.records
+                    .iter()
+                    .all(|r| !discarded.seqs().contains(&r.seq)),
+                "a discarded record is still in the store"
+            );
+            assert!(
+                scan.seq_max < discarded.first,
+                "the zeroed records still count"
+            );
+            // New writes after the discarded group are not shadowed by it.
+            e.write(0, &vec![4; s]).unwrap();
+        }
+        let (_store, e) = open_store(&dir);
+        assert_eq!(firsts(&e, &lbas), [4, 1, 0, 2, 2]);
+        drop(e);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// The slot holding `lba`.
