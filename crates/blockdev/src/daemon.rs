@@ -1,6 +1,7 @@
 //! The attach daemon: opens the store, builds one [`Engine`] per ioMemory
 //! device, mounts [`CardFs`], attaches a loop device to each device file and
-//! serves a control socket (`status`, `detach`) until detached or signalled.
+//! serves a control socket (`status`, `detach`, `atomic`: see
+//! [`crate::atomic`]) until detached or signalled.
 //!
 //! Runtime state lives in a run directory (`/run/openvsl/<name>/`, or under
 //! `$OPENVSL_RUN_DIR`): `state.json` ([`AttachState`]), `control.sock`, the
@@ -532,9 +533,22 @@ impl Daemon {
     fn handle(&mut self, conn: UnixStream, sampler: &Sampler) -> bool {
         let _ = conn.set_nonblocking(false);
         let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+        let Ok(read_half) = conn.try_clone() else {
+            return false;
+        };
         let mut line = String::new();
-        let mut r = BufReader::new(&conn);
+        let mut r = BufReader::new(read_half);
         if r.read_line(&mut line).is_err() {
+            return false;
+        }
+        if let Some(json) = line.trim().strip_prefix("atomic ") {
+            // Its own thread: the group waits for a store sync and the
+            // model, and status must not wait behind it.
+            let (engines, json) = (self.engines.clone(), json.to_string());
+            std::thread::spawn(move || {
+                let mut w = &conn;
+                crate::atomic::serve(&engines, &json, &mut r, &mut w);
+            });
             return false;
         }
         let mut w = &conn;

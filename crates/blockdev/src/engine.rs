@@ -49,6 +49,8 @@ pub enum EngineError {
     Recovery(#[from] ftl::FtlError),
     #[error("flush: the store sync this flush shared with others failed (see the first error)")]
     SyncFailed,
+    #[error("atomic write: {0}")]
+    Atomic(String),
 }
 
 impl EngineError {
@@ -360,7 +362,16 @@ impl Engine {
         let user = ftl_cfg.user_sectors;
         let lebs = ftl_cfg.geometry.lebs();
         let slots_per_leb = ftl_cfg.slots_per_leb();
-        let scan = store.scan(user)?;
+        // An atomic write the daemon died in: committed, its trims are
+        // applied (again); pending, its records are left out.
+        let entry = store.atomic_entry()?;
+        if let Some(e) = entry.as_ref().filter(|e| e.committed) {
+            for &(start, count) in &e.trims {
+                store.trim_at_least(start, count, e.floor)?;
+            }
+        }
+        let discard = entry.as_ref().filter(|e| !e.committed).map(|e| e.seqs());
+        let scan = store.scan_except(user, discard)?;
         let wear = store.load_wear(lebs)?;
         let life_base = store.load_lifetime()?;
         let mut vsl = Vsl::recover(ftl_cfg, &scan.records, scan.seq_max, Some(&wear))?;
@@ -368,6 +379,13 @@ impl Engine {
             if vsl.is_free_leb(leb) {
                 store.erase(leb)?;
             }
+        }
+        if entry.is_some() {
+            // Durably settled before the journal forgets the group: the
+            // discarded records zeroed, the trims written.
+            store.clear_oob(&scan.discarded)?;
+            store.sync()?;
+            store.atomic_clear()?;
         }
         vsl.enable_media_log();
         let rel = &card.config.reliability;
@@ -482,26 +500,30 @@ impl Engine {
         Ok(())
     }
 
-    /// Writes `data` at `offset`; returns when it may be acknowledged.
-    pub fn write(&self, offset: u64, data: &[u8]) -> Result<Completion, EngineError> {
-        let mut g = self.lock();
-        let inner = &mut *g;
-        let seq_before = inner.card.members[0].vsl.stats().host_sectors_written;
-        let done = self.submit(inner, IoKind::Write, offset, data.len() as u64)?;
-        let start = offset / self.sector;
-        let count = data.len() as u64 / self.sector;
+    /// Stores what the model did to the media since the last call: GC
+    /// copies (batched into runs of consecutive source and target slots)
+    /// and erases, in order. `own` is the host write being served (its
+    /// first sector, data and the sequence number before it): a sector of
+    /// it moved before it was stored is stored from `data`.
+    fn store_media_events(
+        &self,
+        inner: &mut Inner,
+        own: Option<(u64, &[u8], u64)>,
+    ) -> Result<(), EngineError> {
         let vsl = &mut inner.card.members[0].vsl;
         vsl.drain_media_log(&mut inner.events);
-        // GC copies batched into runs of consecutive source and target slots.
         let mut moves = MoveRun::default();
+        let sector = self.sector as usize;
         for e in inner.events.drain(..) {
             match e {
                 MediaEvent::Moved { from, to, lba, seq } => {
                     let l = lba as u64;
-                    if seq > seq_before && l >= start && l < start + count {
+                    let mine = own.filter(|&(start, data, seq_before)| {
+                        seq > seq_before && l >= start && l < start + (data.len() / sector) as u64
+                    });
+                    if let Some((start, data, _)) = mine {
                         // This write's own sector, moved before we stored it.
                         self.copy_run(&mut moves)?;
-                        let sector = self.sector as usize;
                         let at = (l - start) as usize * sector;
                         self.store.write_data(to, &data[at..at + sector])?;
                         self.store.write_oob(to, &[(lba, seq)])?;
@@ -517,8 +539,12 @@ impl Engine {
                 }
             }
         }
-        self.copy_run(&mut moves)?;
-        // Host data in runs of consecutive slots, each pinned until stored.
+        self.copy_run(&mut moves)
+    }
+
+    /// Where the model placed sectors `start..start + count`: runs of
+    /// consecutive slots with their records.
+    fn runs(&self, vsl: &Vsl, start: u64, count: u64) -> Vec<Run> {
         let mut runs: Vec<Run> = Vec::new();
         let mut i = 0u64;
         while i < count {
@@ -537,6 +563,93 @@ impl Engine {
             });
             i += n;
         }
+        runs
+    }
+
+    /// Applies an atomic write: every `(offset, data)` write and every
+    /// `(offset, len)` trim (bytes, sector aligned, not overlapping), all
+    /// or nothing even if the daemon dies at any moment; returns, with the
+    /// group synced to the store, when it may be acknowledged.
+    ///
+    /// The whole group is stored under the device lock (so no read sees
+    /// half of it and no GC erases the data it replaces before it is
+    /// whole), journalled in the store: pending before its first record,
+    /// committed after its last, its trims written only then.
+    pub fn atomic(
+        &self,
+        writes: &[(u64, &[u8])],
+        trims: &[(u64, u64)],
+    ) -> Result<Completion, EngineError> {
+        if trims.len() > crate::store::ATOMIC_TRIMS_MAX {
+            return Err(EngineError::Atomic(format!(
+                "{} trim ranges; at most {} in one atomic write",
+                trims.len(),
+                crate::store::ATOMIC_TRIMS_MAX
+            )));
+        }
+        let ranges: Vec<(u64, u64)> = writes.iter().map(|w| (w.0, w.1.len() as u64)).collect();
+        let mut g = self.lock();
+        let inner = &mut *g;
+        let seq_before = inner.card.members[0].vsl.stats().host_sectors_written;
+        let now = Nanos(self.epoch.elapsed().as_nanos() as u64).max(inner.last_submit);
+        inner.last_submit = now;
+        let model = inner.card.atomic(now, &ranges, trims);
+        // GC may have run before a refusal too: the store follows it.
+        self.store_media_events(inner, None)?;
+        let at = model?;
+        let done = Completion {
+            at: self.epoch + Duration::from_nanos(at.0),
+            submitted: self.epoch + Duration::from_nanos(now.0),
+            host: self.host_write,
+        };
+        let sector = self.sector;
+        let written: u64 = ranges.iter().map(|r| r.1 / sector).sum();
+        let entry = crate::store::AtomicEntry {
+            committed: false,
+            first: seq_before + 1,
+            sectors: written,
+            floor: seq_before,
+            trims: trims.iter().map(|t| (t.0 / sector, t.1 / sector)).collect(),
+        };
+        self.store.atomic_begin(&entry)?;
+        for &(offset, data) in writes {
+            let vsl = &inner.card.members[0].vsl;
+            for r in self.runs(vsl, offset / sector, data.len() as u64 / sector) {
+                let len = r.records.len() * sector as usize;
+                debug_assert!(r.records.iter().all(|rec| entry.seqs().contains(&rec.1)));
+                self.store.write_data(r.psa, &data[r.at..r.at + len])?;
+                self.store.write_oob(r.psa, &r.records)?;
+            }
+        }
+        self.store.atomic_commit()?;
+        for &(start, count) in &entry.trims {
+            self.store.trim(start, count, entry.floor)?;
+        }
+        self.changed();
+        drop(g);
+        // Durable before the answer (a flush that is not the host's).
+        self.flushes.run(|| Ok(self.store.sync()?))?;
+        self.counters.writes.fetch_add(1, Relaxed);
+        self.counters
+            .bytes_written
+            .fetch_add(written * sector, Relaxed);
+        if !trims.is_empty() {
+            self.counters.trims.fetch_add(1, Relaxed);
+        }
+        Ok(done)
+    }
+
+    /// Writes `data` at `offset`; returns when it may be acknowledged.
+    pub fn write(&self, offset: u64, data: &[u8]) -> Result<Completion, EngineError> {
+        let mut g = self.lock();
+        let inner = &mut *g;
+        let seq_before = inner.card.members[0].vsl.stats().host_sectors_written;
+        let done = self.submit(inner, IoKind::Write, offset, data.len() as u64)?;
+        let start = offset / self.sector;
+        let count = data.len() as u64 / self.sector;
+        self.store_media_events(inner, Some((start, data, seq_before)))?;
+        // Host data in runs of consecutive slots, each pinned until stored.
+        let runs = self.runs(&inner.card.members[0].vsl, start, count);
         let mut pinned: Vec<usize> = Vec::with_capacity(2);
         for r in &runs {
             for leb in self.units(r.psa, r.records.len() as u32) {
@@ -740,20 +853,118 @@ mod tests {
     fn rig(name: &str) -> Rig {
         let dir = std::env::temp_dir().join(format!("openvsl-pins-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
+        let (store, engine) = open_store(&dir);
+        Rig {
+            dir,
+            _store: store,
+            engine: Arc::new(engine),
+        }
+    }
+
+    /// Opens (creating or recovering) the tiny card's store at `dir`.
+    fn open_store(dir: &std::path::Path) -> (Store, Engine) {
         let spec = CardSpec::tiny();
         let mut one = card_config(&spec).unwrap();
         one.member = MemberSel::One(0);
         let probe = Card::new(one.clone()).unwrap();
         let vsl = &probe.members[0].vsl;
         let header = StoreHeader::new(spec, vec![0], vsl.config(), vsl.physical_slots());
-        let mut store = Store::open(&dir, &header).unwrap();
+        let mut store = Store::open(dir, &header).unwrap();
         let ms = store.members.remove(0);
         let engine = Engine::open(one, ms, Instant::now(), Timing::None).unwrap();
-        Rig {
-            dir,
-            _store: store,
-            engine: Arc::new(engine),
+        (store, engine)
+    }
+
+    /// The first byte of every sector of `lbas`, as the engine reads them.
+    fn firsts(e: &Engine, lbas: &[u64]) -> Vec<u8> {
+        let mut buf = Vec::new();
+        lbas.iter()
+            .map(|&l| {
+                e.read(l * e.sector, e.sector, &mut buf).unwrap();
+                assert!(buf.iter().all(|&b| b == buf[0]), "sector {l} is torn");
+                buf[0]
+            })
+            .collect()
+    }
+
+    /// Issue 11: an atomic write the daemon died in before its commit is
+    /// discarded whole on recovery (its records zeroed, the journal
+    /// emptied); one that died after its commit but before its trims
+    /// were written gets its trims on recovery.
+    #[test]
+    fn issue11_recovery_discards_an_uncommitted_atomic_write_and_finishes_a_committed_one() {
+        let dir = std::env::temp_dir().join(format!("openvsl-atomic-rec-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let lbas = [0u64, 1, 5, 10, 11];
+        let s = 4096usize;
+        {
+            let (_store, e) = open_store(&dir);
+            e.write(0, &vec![1; 2 * s]).unwrap();
+            e.write(5 * s as u64, &vec![1; s]).unwrap();
+            let two = vec![2u8; 2 * s];
+            e.atomic(
+                &[(0, &two[..s]), (10 * s as u64, &two)],
+                &[(5 * s as u64, s as u64)],
+            )
+            .unwrap();
+            assert_eq!(firsts(&e, &lbas), [2, 1, 0, 2, 2]);
+            // Killed after its commit, before its trim reached the store.
+            e.store.trim(5, 1, 0).unwrap();
+            assert_eq!(
+                e.store.atomic_entry().unwrap().map(|j| j.committed),
+                Some(true)
+            );
         }
+        let discarded = {
+            let (_store, e) = open_store(&dir);
+            assert_eq!(
+                firsts(&e, &lbas),
+                [2, 1, 0, 2, 2],
+                "the committed trim was lost"
+            );
+            assert_eq!(e.store.atomic_entry().unwrap(), None, "journal not emptied");
+            let three = vec![3u8; 3 * s];
+            e.atomic(
+                &[(0, &three[..2 * s]), (11 * s as u64, &three[..s])],
+                &[(10 * s as u64, s as u64)],
+            )
+            .unwrap();
+            assert_eq!(firsts(&e, &lbas), [3, 3, 0, 0, 3]);
+            // Killed before its commit: every record written, the journal
+            // still pending, its trim not written.
+            let mut j = e.store.atomic_entry().unwrap().unwrap();
+            j.committed = false;
+            e.store.atomic_begin(&j).unwrap();
+            e.store.trim(10, 1, 0).unwrap();
+            j
+        };
+        {
+            let (_store, e) = open_store(&dir);
+            assert_eq!(
+                firsts(&e, &lbas),
+                [2, 1, 0, 2, 2],
+                "a half-committed group survived"
+            );
+            assert_eq!(e.store.atomic_entry().unwrap(), None, "journal not emptied");
+            let scan = e.store.scan(e.capacity / e.sector).unwrap();
+            assert_eq!(discarded.sectors, 3);
+            assert!(
+                scan.records
+                    .iter()
+                    .all(|r| !discarded.seqs().contains(&r.seq)),
+                "a discarded record is still in the store"
+            );
+            assert!(
+                scan.seq_max < discarded.first,
+                "the zeroed records still count"
+            );
+            // New writes after the discarded group are not shadowed by it.
+            e.write(0, &vec![4; s]).unwrap();
+        }
+        let (_store, e) = open_store(&dir);
+        assert_eq!(firsts(&e, &lbas), [4, 1, 0, 2, 2]);
+        drop(e);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// The slot holding `lba`.

@@ -14,6 +14,9 @@
 //!   socket; [`status::StatusReport`] is what `status` returns.
 //! - [`cli`]: the `attach` / `detach` / `status` arguments and commands for
 //!   the `vsl` binary.
+//! - [`atomic`]: atomic writes on an attached card ([`atomic::atomic_write`]
+//!   through the control socket, `vsl atomic`): a vector of writes and
+//!   trims applied all-or-nothing, journalled in the store.
 //! - [`manage`]: `vsl status` (every status field, stable JSON), `vsl
 //!   format`, `vsl erase`; [`live`]: running simulations publish their
 //!   intervals under the run directory for `status` and the dashboard.
@@ -24,6 +27,7 @@
 //! as `fdatasync`. The model below this crate stays deterministic; wall
 //! time is read only here.
 
+pub mod atomic;
 pub mod cli;
 pub mod daemon;
 pub mod engine;

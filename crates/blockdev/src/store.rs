@@ -12,11 +12,20 @@
 //! | `member<N>.trim` | 8 bytes per logical sector: host sectors written when it was last trimmed |
 //! | `member<N>.wear` | 4 bytes per erase unit: erase count (saved every second and on detach, synced by the next flush) |
 //! | `member<N>.life.json` | [`Lifetime`] counters (saved with the wear; absent in new stores) |
+//! | `member<N>.atomic` | the atomic-write journal: the one group being applied ([`AtomicEntry`]; created when absent) |
 //!
 //! Every write to the data file happens before the out-of-band record that
 //! names it, and an erase zeroes the records of its unit before the slots
 //! are reused, so after a crash a record always describes the data beside
 //! it. The map is rebuilt from these records ([`MemberStore::scan`]).
+//!
+//! An atomic write (a vector of writes and trims applied all-or-nothing)
+//! is journalled: its entry names the sequence numbers its sectors take
+//! and its trims, and says *pending* before any of its records is written
+//! and *committed* once all are; only then are its trims written. On
+//! attach a pending group's records are discarded (and zeroed, so they
+//! never resurface) and a committed group's trims applied again (they are
+//! idempotent), see [`MemberStore::atomic_entry`].
 //!
 //! The out-of-band file is fully allocated and mapped shared into memory:
 //! a record is a 16-byte store into the page cache, which survives the
@@ -41,6 +50,14 @@ pub const STORE_VERSION: u32 = 1;
 const MAGIC: &str = "openvsl-store";
 const OOB_BYTES: u64 = 16;
 const OOB_CHECK: u32 = 0x5653_4c31;
+/// Most trim ranges one atomic write may carry (they live in its journal entry).
+pub const ATOMIC_TRIMS_MAX: usize = 1024;
+const JOURNAL_HEAD: u64 = 48;
+const JOURNAL_BYTES: u64 = 20480;
+const _: () = assert!(JOURNAL_HEAD + 16 * ATOMIC_TRIMS_MAX as u64 <= JOURNAL_BYTES);
+const JOURNAL_IDLE: u64 = 0;
+const JOURNAL_PENDING: u64 = 1;
+const JOURNAL_COMMITTED: u64 = 2;
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -352,9 +369,12 @@ pub struct MemberStore {
     data_map: memmap2::MmapRaw,
     trim: File,
     wear: File,
+    /// The atomic-write journal (`member<N>.atomic`).
+    journal: File,
     /// `trim` / `wear` written since the last [`MemberStore::sync`] began.
     trim_dirty: std::sync::atomic::AtomicBool,
     wear_dirty: std::sync::atomic::AtomicBool,
+    journal_dirty: std::sync::atomic::AtomicBool,
     sector: u64,
     spl: u64,
     data_path: PathBuf,
@@ -426,8 +446,11 @@ impl MemberStore {
             oob_map,
             trim: open_sized(&p("trim"), h.user_sectors * 8, new)?,
             wear: open_sized(&p("wear"), h.lebs as u64 * 4, new)?,
+            // Absent in stores made before atomic writes: nothing in flight.
+            journal: open_sized(&p("atomic"), JOURNAL_BYTES, true)?,
             trim_dirty: Default::default(),
             wear_dirty: Default::default(),
+            journal_dirty: Default::default(),
             sector: h.sector_bytes as u64,
             spl: h.slots_per_leb as u64,
             data_path,
@@ -581,6 +604,18 @@ impl MemberStore {
     /// sector's trim), the largest sequence number seen anywhere, and the
     /// erase units that hold any record.
     pub fn scan(&self, user_sectors: u64) -> Result<Scan, StoreError> {
+        self.scan_except(user_sectors, None)
+    }
+
+    /// [`MemberStore::scan`], leaving out the records whose sequence
+    /// number is in `discard` (an atomic write that never committed); their
+    /// slots are listed in [`Scan::discarded`]. The largest sequence
+    /// number still counts them.
+    pub fn scan_except(
+        &self,
+        user_sectors: u64,
+        discard: Option<std::ops::Range<u64>>,
+    ) -> Result<Scan, StoreError> {
         let mut floors = vec![0u8; (user_sectors * 8) as usize];
         self.trim
             .read_exact_at(&mut floors, 0)
@@ -622,7 +657,9 @@ impl MemberStore {
                     scan.lebs_with_records.push(leb);
                 }
                 scan.seq_max = scan.seq_max.max(seq);
-                if seq > floor(lba) {
+                if discard.as_ref().is_some_and(|d| d.contains(&seq)) {
+                    scan.discarded.push(p);
+                } else if seq > floor(lba) {
                     scan.records.push(ftl::OobRecord { psa: p, lba, seq });
                 }
             }
@@ -662,6 +699,7 @@ impl MemberStore {
         for (f, dirty) in [
             (&self.trim, &self.trim_dirty),
             (&self.wear, &self.wear_dirty),
+            (&self.journal, &self.journal_dirty),
         ] {
             if dirty.swap(false, SeqCst) {
                 if let Err(e) = f.sync_data() {
@@ -669,6 +707,169 @@ impl MemberStore {
                     return Err(self.err(e));
                 }
             }
+        }
+        Ok(())
+    }
+}
+
+/// The atomic write a journal holds: its written sectors take sequence
+/// numbers `first..first + sectors`; its trims (`(start, count)` in
+/// sectors) take effect at trim floor `floor`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AtomicEntry {
+    pub committed: bool,
+    pub first: u64,
+    pub sectors: u64,
+    pub floor: u64,
+    pub trims: Vec<(u64, u64)>,
+}
+
+impl AtomicEntry {
+    /// The sequence numbers of its written sectors.
+    pub fn seqs(&self) -> std::ops::Range<u64> {
+        self.first..self.first + self.sectors
+    }
+}
+
+fn journal_check(body: &[u8]) -> u64 {
+    body.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+impl MemberStore {
+    fn journal_state(&self, state: u64) -> Result<(), StoreError> {
+        // Eight bytes in one page: a kill never tears it.
+        self.journal
+            .write_all_at(&state.to_le_bytes(), 0)
+            .map_err(|e| self.err(e))?;
+        self.journal_dirty.store(true, SeqCst);
+        Ok(())
+    }
+
+    /// Opens the journal for an atomic write (state *pending*): call
+    /// before writing any of its records.
+    pub fn atomic_begin(&self, e: &AtomicEntry) -> Result<(), StoreError> {
+        if e.trims.len() > ATOMIC_TRIMS_MAX {
+            return Err(StoreError::Corrupt {
+                path: self.data_path.clone(),
+                what: format!(
+                    "an atomic write carries {} trims, the journal holds {ATOMIC_TRIMS_MAX}",
+                    e.trims.len()
+                ),
+            });
+        }
+        // Idle first: the body of the last entry is about to change.
+        self.journal_state(JOURNAL_IDLE)?;
+        let mut body = Vec::with_capacity(JOURNAL_HEAD as usize + 16 * e.trims.len());
+        for v in [e.first, e.sectors, e.floor, e.trims.len() as u64] {
+            body.extend_from_slice(&v.to_le_bytes());
+        }
+        body.extend_from_slice(&[0u8; 8]);
+        for &(start, count) in &e.trims {
+            body.extend_from_slice(&start.to_le_bytes());
+            body.extend_from_slice(&count.to_le_bytes());
+        }
+        let check = journal_check(&body);
+        body[32..40].copy_from_slice(&check.to_le_bytes());
+        self.journal
+            .write_all_at(&body, 8)
+            .map_err(|e| self.err(e))?;
+        self.journal_state(JOURNAL_PENDING)
+    }
+
+    /// Marks the journalled atomic write committed: every record of it is
+    /// written. Its trims may be written after.
+    pub fn atomic_commit(&self) -> Result<(), StoreError> {
+        self.journal_state(JOURNAL_COMMITTED)
+    }
+
+    /// Empties the journal, durably (recovery is done with its entry).
+    pub fn atomic_clear(&self) -> Result<(), StoreError> {
+        self.journal_state(JOURNAL_IDLE)?;
+        self.journal.sync_data().map_err(|e| self.err(e))
+    }
+
+    /// The atomic write the journal holds, if any.
+    pub fn atomic_entry(&self) -> Result<Option<AtomicEntry>, StoreError> {
+        let mut head = [0u8; JOURNAL_HEAD as usize];
+        self.journal
+            .read_exact_at(&mut head, 0)
+            .map_err(|e| self.err(e))?;
+        let word = |i: usize| u64::from_le_bytes(head[i * 8..i * 8 + 8].try_into().expect("8"));
+        let committed = match word(0) {
+            JOURNAL_IDLE => return Ok(None),
+            JOURNAL_PENDING => false,
+            JOURNAL_COMMITTED => true,
+            s => return Err(self.journal_damaged(format!("state {s}"))),
+        };
+        let n = word(4);
+        if n > ATOMIC_TRIMS_MAX as u64 {
+            return Err(self.journal_damaged(format!("{n} trims")));
+        }
+        let mut body = vec![0u8; 40 + 16 * n as usize];
+        self.journal
+            .read_exact_at(&mut body, 8)
+            .map_err(|e| self.err(e))?;
+        let check = word(5);
+        body[32..40].fill(0);
+        if journal_check(&body) != check {
+            return Err(self.journal_damaged("its check fails".into()));
+        }
+        let trims = body[40..]
+            .chunks_exact(16)
+            .map(|c| {
+                let v = |r: std::ops::Range<usize>| u64::from_le_bytes(c[r].try_into().expect("8"));
+                (v(0..8), v(8..16))
+            })
+            .collect();
+        Ok(Some(AtomicEntry {
+            committed,
+            first: word(1),
+            sectors: word(2),
+            floor: word(3),
+            trims,
+        }))
+    }
+
+    fn journal_damaged(&self, what: String) -> StoreError {
+        StoreError::Corrupt {
+            path: self.data_path.with_extension("atomic"),
+            what: format!("atomic-write journal: {what}"),
+        }
+    }
+
+    /// Raises the trim floor of sectors `start..start+count` to `floor`
+    /// (re-applying a committed atomic write's trims, which a later trim
+    /// may already have raised further).
+    pub fn trim_at_least(&self, start: u64, count: u64, floor: u64) -> Result<(), StoreError> {
+        let mut buf = vec![0u8; 8 * count.min(65536) as usize];
+        let mut at = start;
+        while at < start + count {
+            let n = (start + count - at).min(65536);
+            let b = &mut buf[..8 * n as usize];
+            self.trim
+                .read_exact_at(b, at * 8)
+                .map_err(|e| self.err(e))?;
+            for c in b.chunks_exact_mut(8) {
+                let old = u64::from_le_bytes((&*c).try_into().expect("8 bytes"));
+                c.copy_from_slice(&old.max(floor).to_le_bytes());
+            }
+            self.trim.write_all_at(b, at * 8).map_err(|e| self.err(e))?;
+            at += n;
+        }
+        self.trim_dirty.store(true, SeqCst);
+        Ok(())
+    }
+
+    /// Zeroes the records of `slots` (a discarded atomic write's), so no
+    /// later scan finds them.
+    pub fn clear_oob(&self, slots: &[u32]) -> Result<(), StoreError> {
+        for &psa in slots {
+            let dst = self.oob_ptr(psa, 1)?;
+            // SAFETY: one record in bounds (oob_ptr); recovery runs before
+            // any I/O is served.
+            unsafe { std::ptr::write_bytes(dst, 0, OOB_BYTES as usize) };
         }
         Ok(())
     }
@@ -754,6 +955,8 @@ pub struct Scan {
     pub records: Vec<ftl::OobRecord>,
     pub seq_max: u64,
     pub lebs_with_records: Vec<u32>,
+    /// Slots whose records were left out (see [`MemberStore::scan_except`]).
+    pub discarded: Vec<u32>,
 }
 
 fn check(psa: u32, lba: u32) -> u32 {

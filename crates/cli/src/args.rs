@@ -36,6 +36,8 @@ pub enum Command {
     Attach(Box<blockdev::cli::AttachArgs>),
     /// Flush, detach and stop an attached card.
     Detach(blockdev::cli::DetachArgs),
+    /// Apply writes (--write OFFSET:FILE) and trims (--trim OFFSET:LEN) to an attached card all-or-nothing.
+    Atomic(blockdev::atomic::AtomicArgs),
     /// Status of a store, every attached card and every running simulation (-a: every field, --json).
     Status(blockdev::manage::StatusArgs),
     /// Low-level format a (detached) card's store: capacity / over-provisioning, sector size.

@@ -386,6 +386,31 @@ impl Member {
         done
     }
 
+    /// An atomic vectored write ([`Vsl::atomic_write`]): `writes` and
+    /// `trims` are `(lba, sectors)` ranges of this member, applied
+    /// all-or-nothing; timed as one write of all the written sectors.
+    fn atomic(
+        &mut self,
+        now: Nanos,
+        writes: &[(u64, u64)],
+        trims: &[(u64, u64)],
+    ) -> Result<Nanos, DeviceError> {
+        self.health.admit(IoKind::Write, self.id)?;
+        let sectors: u64 = writes.iter().map(|w| w.1).sum();
+        let bytes = sectors * self.vsl.sector_bytes() as u64;
+        let t0 = now + Nanos(self.host_write_ns);
+        let done = self.vsl.atomic_write(t0, writes, trims).map(|admitted| {
+            let admitted = self.health.throttle_write(admitted, bytes);
+            let (_, done) = self.ctrl_write.reserve(
+                admitted,
+                Self::pipeline(self.cmd_write_ns, bytes.max(1), self.write_bps),
+            );
+            done
+        });
+        self.health.observe(now, &mut self.vsl);
+        Ok(done?)
+    }
+
     fn io_admitted(
         &mut self,
         now: Nanos,
@@ -549,6 +574,48 @@ impl Card {
             });
         }
         out
+    }
+
+    /// An atomic vectored write on a card of one member: every write range
+    /// and every trim range (`(offset, len)` in bytes, sector aligned,
+    /// not overlapping) is applied all-or-nothing, also across a power
+    /// cut ([`Vsl::atomic_write`]). Returns when it may be acknowledged.
+    pub fn atomic(
+        &mut self,
+        now: Nanos,
+        writes: &[(u64, u64)],
+        trims: &[(u64, u64)],
+    ) -> Result<Nanos, DeviceError> {
+        if self.members.len() != 1 {
+            return Err(DeviceError::Config(format!(
+                "an atomic write goes to one ioMemory device; this card stripes {}",
+                self.members.len()
+            )));
+        }
+        let sector = self.sector_bytes as u64;
+        let cap = self.capacity_bytes();
+        let to_sectors = |&(offset, len): &(u64, u64)| {
+            if !offset.is_multiple_of(sector) || !len.is_multiple_of(sector) || len == 0 {
+                return Err(DeviceError::Misaligned {
+                    offset,
+                    len,
+                    sector: self.sector_bytes,
+                });
+            }
+            if offset >= cap || len > cap - offset {
+                return Err(DeviceError::OutOfRange {
+                    offset,
+                    len,
+                    capacity: cap,
+                });
+            }
+            Ok((offset / sector, len / sector))
+        };
+        let w: Vec<(u64, u64)> = writes.iter().map(to_sectors).collect::<Result<_, _>>()?;
+        let t: Vec<(u64, u64)> = trims.iter().map(to_sectors).collect::<Result<_, _>>()?;
+        let done = self.members[0].atomic(now, &w, &t)?;
+        self.host_bytes_written += writes.iter().map(|w| w.1).sum::<u64>();
+        Ok(done)
     }
 
     /// Health, endurance, power and temperature of each member.

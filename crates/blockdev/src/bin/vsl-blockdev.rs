@@ -22,6 +22,8 @@ enum Command {
     Detach(DetachArgs),
     /// Live counters of attached cards.
     Status(StatusArgs),
+    /// Apply writes and trims to an attached card all-or-nothing.
+    Atomic(blockdev::atomic::AtomicArgs),
 }
 
 fn main() {
@@ -30,6 +32,7 @@ fn main() {
         Command::Attach(a) => run_attach(*a),
         Command::Detach(a) => run_detach(a),
         Command::Status(a) => run_status(a),
+        Command::Atomic(a) => blockdev::atomic::run_atomic(a),
     };
     if let Err(e) = result {
         eprintln!("vsl: error: {e:#}");
