@@ -255,7 +255,7 @@ pub struct DevicesArgs {
 
 #[derive(Args, Debug)]
 pub struct ValidateArgs {
-    /// Fraction of erase blocks to keep (1 = full 640 GB card).
+    /// Fraction of the card modelled (each erase unit keeps this share of its pages; 1 = the full 640 GB card).
     #[arg(long, default_value = "0.05", allow_hyphen_values = true)]
     pub scale: String,
     /// Virtual time of each steady-state measurement window.
@@ -292,7 +292,7 @@ pub struct ReviewArgs {
     /// Seed of every random choice.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Fraction of erase blocks modelled targets keep (overrides the plan).
+    /// Fraction of the card modelled targets keep (overrides the plan).
     #[arg(long, allow_hyphen_values = true)]
     pub scale: Option<String>,
     /// No progress or summary (errors still go to stderr).

@@ -32,8 +32,10 @@ pub const FAILED_HEALTHY: f64 = 0.90;
 /// A unit's real endurance is its rated cycles times 1 + this × U(0, 1):
 /// the data sheet's figure is a guaranteed minimum.
 pub const ENDURANCE_SPREAD: f64 = 0.5;
-/// Write bandwidth while reduced-write or thermally throttled, as a share
-/// of the controller's write data path.
+/// NAND program bandwidth while reduced-write or thermally throttled, as a
+/// share of the controller's write data path: host writes are capped at
+/// this share divided by the write amplification of the last step, so the
+/// media work (and the power it costs) falls even while GC amplifies.
 pub const THROTTLED_WRITE_FRACTION: f64 = 0.25;
 /// What a PCIe slot may draw without the external power cable; the driver
 /// caps a card at it (ioDrive Duo installation guide: 24.75 W).
@@ -233,6 +235,8 @@ pub struct Health {
     thermal: Thermal,
     thermal_throttled: bool,
     power_cap_bps: Option<f64>,
+    /// NAND bytes programmed per host byte written in the last step (≥ 1).
+    step_wa: f64,
     throttle: Resource,
     step: Snapshot,
     erases_seen: u64,
@@ -296,6 +300,7 @@ impl Health {
             thermal: Thermal::new(env, cooling_share),
             thermal_throttled: false,
             power_cap_bps: None,
+            step_wa: 1.0,
             throttle: Resource::default(),
             step: Snapshot::default(),
             erases_seen: 0,
@@ -366,7 +371,7 @@ impl Health {
 
     fn cap_bps(&self) -> Option<f64> {
         let slow = self.thermal_throttled || self.state == HealthState::ReducedWrite;
-        let fixed = slow.then_some(self.write_bps * THROTTLED_WRITE_FRACTION);
+        let fixed = slow.then_some(self.write_bps * THROTTLED_WRITE_FRACTION / self.step_wa);
         match (fixed, self.power_cap_bps) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -509,6 +514,11 @@ impl Health {
         let host_bps = (next.host_sectors_written - self.step.host_sectors_written) as f64
             * self.sector_bytes as f64
             / dt;
+        let host_bytes = host_bps * dt;
+        if host_bytes > 0.0 {
+            let programmed = (next.bytes_programmed - self.step.bytes_programmed) as f64;
+            self.step_wa = (programmed / host_bytes).max(1.0);
+        }
         self.step = next;
         self.power_w = power;
         self.power_max_w = self.power_max_w.max(power);

@@ -257,7 +257,10 @@ pub static PRESETS: &[Preset] = &[
         compression: false,
         source: "SYSTEM.md §2 (data sheet figures as quoted in the reviews)",
         slot_powered: false,
-        cooling_share: 1.0,
+        // The heat sink is sized for the member's flat-out write power
+        // as on the first generation (settling near 60 °C at 25 °C and
+        // 300 LFM): 5 W + 1.25 GB/s × 16 nJ/B = 25 W against 13 W.
+        cooling_share: 25.0 / 13.0,
         idle_w: IODIMM_IDLE_W,
     },
     Preset {

@@ -217,18 +217,33 @@ fn duo_without_external_power_writes_slower_and_stays_in_the_slot_budget() {
         c.environment.external_power = external_power;
         let mut card = Card::new(c).unwrap();
         let mut n = 0u64;
-        let mut power = 0.0;
+        // Power of each 100 ms step after the first 10 s (the controller
+        // has settled): their mean and maximum.
+        let (mut sum, mut steps, mut max, mut last_step) = (0.0, 0u32, 0.0f64, 0u64);
         write_stream(&mut card, |card, now| {
             n += 1;
-            power = card.health().iter().map(|h| h.power_w).sum::<f64>();
+            let step = now.0 / 100_000_000;
+            if now.as_secs_f64() >= 10.0 && step != last_step {
+                let p = card.health().iter().map(|h| h.power_w).sum::<f64>();
+                sum += p;
+                steps += 1;
+                max = max.max(p);
+            }
+            last_step = step;
             now.as_secs_f64() < 60.0
         });
-        (n, power)
+        (n, sum / steps as f64, max)
     };
-    let (with, p_with) = written(true);
-    let (without, p_without) = written(false);
-    println!("1 MiB writes in 60 s: {with} with external power ({p_with:.1} W), {without} without ({p_without:.1} W)");
+    let (with, p_with, max_with) = written(true);
+    let (without, p_without, max_without) = written(false);
+    println!(
+        "1 MiB writes in 60 s: {with} with external power ({p_with:.1} W mean, {max_with:.1} W max), \
+         {without} without ({p_without:.1} W mean, {max_without:.1} W max)"
+    );
     assert!((without as f64) < 0.95 * with as f64);
     assert!(p_with > 24.75);
-    assert!(p_without <= 24.75 * 1.05);
+    // The controller corrects each 100 ms step: on average within the
+    // slot's budget, single steps overshoot by at most a few percent.
+    assert!(p_without <= 24.75 * 1.02, "{p_without}");
+    assert!(max_without <= 24.75 * 1.10, "{max_without}");
 }

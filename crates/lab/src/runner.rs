@@ -11,12 +11,10 @@ pub enum RunError {
     Options(String),
     #[error("workload: {0}")]
     Workload(#[from] workload::SpecError),
-    #[error("device error at {at}: {source}")]
-    Device {
-        at: Nanos,
-        #[source]
-        source: DeviceError,
-    },
+    /// The device's error is in the message, not in the error chain, so
+    /// a chained print (`{:#}`) says it once.
+    #[error("device error at {at}: {error}")]
+    Device { at: Nanos, error: DeviceError },
 }
 
 /// How to drive a run.
@@ -94,7 +92,7 @@ pub fn precondition_fill<D: VirtualDevice>(dev: &mut D, start: Nanos) -> Result<
             let len = bs.min(cap - next);
             let done = dev
                 .submit(at, IoKind::Write, next, len)
-                .map_err(|source| RunError::Device { at, source })?;
+                .map_err(|error| RunError::Device { at, error })?;
             next += len;
             queue.push(done, ());
         }
@@ -178,7 +176,7 @@ pub fn run<D: VirtualDevice>(
             Ok(done) => done,
             Err(source) => match source.failed_io_done() {
                 Some(done) => done,
-                None => return Err(RunError::Device { at, source }),
+                None => return Err(RunError::Device { at, error: source }),
             },
         };
         Ok((done, io.is_read, io.len))

@@ -102,9 +102,9 @@ fn spec(name: &str) -> WorkloadSpec {
 pub fn fresh_card(scale: f64) -> Result<(Card, Nanos), RunError> {
     let mut c = CardConfig::new(Preset::by_name("iodrive-duo-640-mlc").expect("preset"));
     c.scale = scale;
-    let mut card = Card::new(c).map_err(|source| RunError::Device {
+    let mut card = Card::new(c).map_err(|error| RunError::Device {
         at: Nanos::ZERO,
-        source,
+        error,
     })?;
     let t = precondition_fill(&mut card, Nanos::ZERO)?;
     Ok((card, t))
@@ -418,9 +418,9 @@ pub fn datasheet_rows(
         let mut c = CardConfig::new(preset);
         c.scale = scale;
         c.sector_bytes = 512;
-        let mut card = Card::new(c).map_err(|source| RunError::Device {
+        let mut card = Card::new(c).map_err(|error| RunError::Device {
             at: Nanos::ZERO,
-            source,
+            error,
         })?;
         let t = if fill {
             precondition_fill(&mut card, Nanos::ZERO)?
