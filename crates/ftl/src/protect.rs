@@ -354,9 +354,13 @@ impl Media {
     }
 
     /// What slot `psa` holds for logical sector `lba`: its sequence number
-    /// when the record is intact and names `lba`.
+    /// when the record is intact and names `lba`. A sector still in the
+    /// power-cut-protected write buffer (placed, not yet programmed: e.g.
+    /// moved by the GC that finishes a recovery) is read from the buffer,
+    /// as the device serves it; the next cut drains it to its slot.
     pub fn read_back(&self, psa: u32, lba: u32) -> Option<u64> {
-        match self.slots.get(psa as usize).copied().flatten() {
+        let buffered = self.pending.get(psa as usize).copied().flatten();
+        match buffered.or(self.slots.get(psa as usize).copied().flatten()) {
             Some(o) if o.good && o.lba == lba => Some(o.seq),
             _ => None,
         }

@@ -34,3 +34,15 @@ fn ftl_operation_sequences_match_the_reference() {
 fn short_power_cut_campaigns_lose_nothing() {
     run("power_cuts", 200, 16, ftl::fuzzing::power_cuts);
 }
+
+/// Found by `bench/fuzz.sh` (FUZZ_SEED=1795445760, case 10734): the GC
+/// that finishes a recovery moved a sector into the write buffer and
+/// erased its old unit; the checker read only programmed slots and called
+/// the buffered sector lost. The device serves it from the buffer (and the
+/// next cut drains it), so the checker must too.
+#[test]
+fn a_sector_moved_into_the_buffer_by_recovery_gc_reads_back() {
+    ftl::fuzzing::power_cuts(&[
+        57, 185, 141, 13, 37, 40, 201, 125, 190, 17, 121, 69, 82, 78, 185,
+    ]);
+}
