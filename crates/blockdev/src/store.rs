@@ -248,7 +248,7 @@ impl Store {
         let probe: Probe =
             serde_json::from_str(&text).map_err(|e| corrupt(format!("store.json: {e}")))?;
         if probe.magic != MAGIC {
-            return Err(corrupt(format!("store.json magic is '{}'", probe.magic)));
+            return Err(corrupt(format!("store.json magic is {:?}", probe.magic)));
         }
         if probe.version != STORE_VERSION {
             return Err(StoreError::Version {

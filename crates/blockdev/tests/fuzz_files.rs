@@ -181,3 +181,19 @@ fn corrupt_state_files_are_refused() {
         );
     }
 }
+
+/// Found by `bench/fuzz.sh` (FUZZ_SEED=1795446239, case 13607): a damaged
+/// magic with a newline in it was echoed into the error, which must stay
+/// one line.
+#[test]
+fn a_magic_with_a_newline_gives_a_one_line_error() {
+    let dir = tmpdir("magic-newline");
+    drop(Store::open(&dir, &header()).unwrap());
+    let good = String::from_utf8(std::fs::read(dir.join("store.json")).unwrap()).unwrap();
+    let bad = good.replacen("\"magic\": \"", "\"magic\": \"op\\n", 1);
+    assert_ne!(good, bad);
+    std::fs::write(dir.join("store.json"), bad).unwrap();
+    let msg = Store::read_header(&dir).unwrap_err().to_string();
+    assert!(msg.contains("magic") && !msg.contains('\n'), "{msg:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
