@@ -517,6 +517,25 @@ impl Vsl {
             + self.leb_valid.len() * per_leb) as u64
     }
 
+    /// The run of mapped sectors from `i` (before `end`) that lie in one
+    /// write unit: that unit and the run's length; `None` if `i` is unmapped.
+    #[inline]
+    pub(crate) fn unit_run(&self, i: u64, end: u64) -> Option<(u32, u64)> {
+        let psa = self.l2p[i as usize];
+        if psa == UNMAPPED {
+            return None;
+        }
+        let unit = psa / self.spu;
+        let mut n = 1u64;
+        while i + n < end && {
+            let p = self.l2p[(i + n) as usize];
+            p != UNMAPPED && p / self.spu == unit
+        } {
+            n += 1;
+        }
+        Some((unit, n))
+    }
+
     fn check_range(&self, start: u64, count: u64) -> Result<(), FtlError> {
         let cap = self.cfg.user_sectors;
         if count == 0 || start >= cap || count > cap - start {
@@ -579,19 +598,10 @@ impl Vsl {
         let mut i = start;
         let end = start + count;
         while i < end {
-            let psa = self.l2p[i as usize];
-            if psa == UNMAPPED {
+            let Some((unit, n)) = self.unit_run(i, end) else {
                 i += 1;
                 continue;
-            }
-            let unit = psa / self.spu;
-            let mut n = 1u64;
-            while i + n < end && {
-                let p = self.l2p[(i + n) as usize];
-                p != UNMAPPED && p / self.spu == unit
-            } {
-                n += 1;
-            }
+            };
             if Some(unit) != open_unit {
                 let bank = self.bank_of_unit(unit);
                 let bytes = n * self.cfg.sector_bytes as u64;

@@ -730,19 +730,10 @@ impl Vsl {
         let mut i = start;
         let end = start + count;
         while i < end {
-            let psa = self.l2p[i as usize];
-            if psa == UNMAPPED {
+            let Some((unit, n)) = self.unit_run(i, end) else {
                 i += 1;
                 continue;
-            }
-            let unit = psa / self.spu;
-            let mut n = 1u64;
-            while i + n < end && {
-                let p = self.l2p[(i + n) as usize];
-                p != UNMAPPED && p / self.spu == unit
-            } {
-                n += 1;
-            }
+            };
             let upl = self.cfg.geometry.units_per_leb();
             let leb = unit / upl;
             let bank = self.bank_of_unit(unit);
