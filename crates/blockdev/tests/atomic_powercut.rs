@@ -286,14 +286,8 @@ fn issue11_sigkill_never_shows_a_partial_atomic_write() {
     ) {
         return;
     }
-    let cuts: u32 = std::env::var("VSL_POWERCUTS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20);
-    let seed: u64 = std::env::var("VSL_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(11);
+    let cuts: u32 = common::env_or("VSL_POWERCUTS", 20);
+    let seed: u64 = common::env_or("VSL_TEST_SEED", 11);
     eprintln!("atomic power-cut test: {cuts} cuts, seed {seed}");
     let rig = Rig::new("atomic-powercut");
     let mut prng = Prng::from_seed(seed);

@@ -88,14 +88,8 @@ fn issue4_sigkill_loses_no_acknowledged_write() {
     if skip("issue4_sigkill_loses_no_acknowledged_write", &["losetup"]) {
         return;
     }
-    let cuts: u32 = std::env::var("VSL_POWERCUTS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20);
-    let seed: u64 = std::env::var("VSL_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(4);
+    let cuts: u32 = common::env_or("VSL_POWERCUTS", 20);
+    let seed: u64 = common::env_or("VSL_TEST_SEED", 4);
     eprintln!("power-cut test: {cuts} cuts, seed {seed}");
     let rig = Rig::new("powercut");
     let mut prng = Prng::from_seed(seed);

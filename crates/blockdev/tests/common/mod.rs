@@ -6,6 +6,15 @@
 
 pub mod blocks;
 
+/// A numeric test setting from the environment (e.g. `VSL_POWERCUTS`,
+/// `VSL_TEST_SEED`), or `default`.
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
