@@ -61,6 +61,23 @@ pub struct AttachArgs {
     /// switches on a small machine).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Keep idle CPUs polling while I/O flows (a PM QoS request on
+    /// /dev/cpu_dma_latency, dropped after 2 s without I/O): on or off. A
+    /// halted CPU's wake-up (20-40 µs in a VM) otherwise adds to every
+    /// hand-off of every I/O.
+    #[arg(long, default_value = "on")]
+    pub idle_poll: String,
+    /// FUSE over io_uring: auto (switch the kernel's enable_uring on if
+    /// allowed and use it, else serve through /dev/fuse reads), on (fail
+    /// without it) or off.
+    #[arg(long, default_value = "auto")]
+    pub fuse_uring: String,
+    /// How much earlier than the model's completion an I/O is answered:
+    /// probe (the kernel path's round trip, measured at attach through a
+    /// loop device over the daemon's .probe file, or the model's host cost
+    /// if longer) or host (the model's host software cost only).
+    #[arg(long, default_value = "probe")]
+    pub path_cost: String,
     /// Stay in the foreground (Ctrl-C detaches) instead of daemonizing.
     #[arg(long)]
     pub foreground: bool,
@@ -315,6 +332,22 @@ pub fn run_attach(a: AttachArgs) -> Result<()> {
     }
     let store = a.store.clone().expect("clap requires --store");
     let timing = timing(&a.timing)?;
+    let idle_poll = match a.idle_poll.as_str() {
+        "on" => true,
+        "off" => false,
+        o => bail!("--idle-poll: '{o}' (expected on or off)"),
+    };
+    let fuse_uring = match a.fuse_uring.as_str() {
+        "auto" => crate::daemon::UringMode::Auto,
+        "on" => crate::daemon::UringMode::On,
+        "off" => crate::daemon::UringMode::Off,
+        o => bail!("--fuse-uring: '{o}' (expected auto, on or off)"),
+    };
+    let probe_path = match a.path_cost.as_str() {
+        "probe" => true,
+        "host" => false,
+        o => bail!("--path-cost: '{o}' (expected probe or host)"),
+    };
     // Bad failure options are refused before anything needs root.
     {
         let spec = match (
@@ -355,6 +388,9 @@ pub fn run_attach(a: AttachArgs) -> Result<()> {
         fuse_threads: a
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get().max(2))),
+        idle_poll,
+        probe_path,
+        fuse_uring,
     };
     if a.foreground {
         let d = Daemon::start(cfg)?;

@@ -51,6 +51,15 @@ pub struct AttachState {
     pub devices: Vec<AttachedDevice>,
     pub socket: PathBuf,
     pub mountpoint: PathBuf,
+    /// Idle CPUs poll while I/O flows (`--idle-poll`).
+    #[serde(default)]
+    pub idle_poll: bool,
+    /// The kernel path's round trip measured at attach, if probed.
+    #[serde(default)]
+    pub path_cost: Option<crate::wakeup::PathCost>,
+    /// How requests reach the daemon: "io_uring" or "/dev/fuse".
+    #[serde(default)]
+    pub fuse_transport: String,
 }
 
 impl AttachState {
@@ -120,6 +129,22 @@ pub struct DaemonConfig {
     pub card: CardConfig,
     pub timing: Timing,
     pub fuse_threads: usize,
+    /// Keep idle CPUs polling while I/O flows ([`crate::wakeup::IdlePoll`]).
+    pub idle_poll: bool,
+    /// FUSE over io_uring: auto (switch it on if allowed, else /dev/fuse),
+    /// on (fail without it) or off.
+    pub fuse_uring: UringMode,
+    /// Probe the kernel path at attach and answer that much before the
+    /// model's completion ([`crate::wakeup::probe`]).
+    pub probe_path: bool,
+}
+
+/// `--fuse-uring`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum UringMode {
+    Auto,
+    On,
+    Off,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -385,6 +410,17 @@ fn losetup_attach(file: &Path, sector: u32) -> Result<String> {
     Ok(dev)
 }
 
+/// The kernel path's round trip through a loop device over the `.probe`
+/// file ([`crate::wakeup::probe`]).
+fn probe_kernel_path(file: &Path) -> Result<crate::wakeup::PathCost> {
+    let dev = losetup_attach(file, 512)?;
+    let r = crate::wakeup::probe(Path::new(&dev), 500);
+    let d = losetup_detach(&dev);
+    let cost = r.with_context(|| format!("probe I/O on {dev}"))?;
+    d?;
+    Ok(cost)
+}
+
 fn losetup_detach(dev: &str) -> Result<()> {
     let st = Command::new("losetup").arg("-d").arg(dev).status()?;
     if !st.success() {
@@ -412,6 +448,8 @@ pub struct Daemon {
     timer: Arc<Timer>,
     timer_thread: Option<std::thread::JoinHandle<()>>,
     listener: UnixListener,
+    idle: crate::wakeup::IdlePoll,
+    queues: Option<crate::uring::Queues>,
     _store: Store,
 }
 
@@ -442,8 +480,25 @@ impl Daemon {
         let listener =
             UnixListener::bind(&socket).with_context(|| format!("binding {}", socket.display()))?;
         listener.set_nonblocking(true)?;
+        let mut idle = crate::wakeup::IdlePoll::new(cfg.idle_poll);
+        // The probe below runs under the same wake-up latency as the I/O.
+        idle.hold();
         let (timer, timer_thread) = Timer::start();
-        let fs = CardFs::new(engines.clone(), timer.clone());
+        let want_uring = match cfg.fuse_uring {
+            UringMode::Off => false,
+            mode => match crate::uring::enable_in_kernel() {
+                Ok(()) => true,
+                Err(why) if mode == UringMode::On => {
+                    bail!("--fuse-uring on: FUSE over io_uring cannot be switched on ({why})")
+                }
+                Err(why) => {
+                    eprintln!("vsl: FUSE over io_uring is off ({why}); serving through /dev/fuse");
+                    false
+                }
+            },
+        };
+        let fs = CardFs::new(engines.clone(), timer.clone(), want_uring);
+        let ring_fs = fs.clone();
         let mnt = dir.join("mnt");
         let mut fcfg = fuser::Config::default();
         fcfg.mount_options = vec![
@@ -455,7 +510,15 @@ impl Daemon {
         fcfg.n_threads = Some(cfg.fuse_threads.max(1));
         fcfg.clone_fd = true;
         let session = fuser::Session::new(fs, &mnt, &fcfg)
-            .and_then(|s| s.spawn())
+            .map_err(|e| anyhow!("mounting FUSE at {}: {e}", mnt.display()))?;
+        // The connection's descriptor, for the io_uring queues.
+        let conn_fd = {
+            use std::os::fd::{AsFd, AsRawFd};
+            // SAFETY: duplicates a valid descriptor.
+            unsafe { libc::fcntl(session.as_fd().as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) }
+        };
+        let session = session
+            .spawn()
             .map_err(|e| anyhow!("mounting FUSE at {}: {e}", mnt.display()))?;
         let mut state = AttachState {
             name,
@@ -466,6 +529,9 @@ impl Daemon {
             devices: Vec::new(),
             socket,
             mountpoint: mnt.clone(),
+            idle_poll: cfg.idle_poll,
+            path_cost: None,
+            fuse_transport: "/dev/fuse".into(),
         };
         let mut d = Daemon {
             state: state.clone(),
@@ -474,8 +540,35 @@ impl Daemon {
             timer,
             timer_thread: Some(timer_thread),
             listener,
+            idle,
+            queues: None,
             _store: store,
         };
+        if want_uring {
+            let r = match ring_fs.wait_init(Duration::from_secs(10)) {
+                None => Err("no FUSE_INIT from the kernel in 10 s".to_string()),
+                Some(false) => Err("the kernel did not offer it in FUSE_INIT".to_string()),
+                Some(true) => {
+                    crate::uring::Queues::start(conn_fd, ring_fs, crate::fs::MAX_WRITE as usize)
+                }
+            };
+            match r {
+                Ok(q) => {
+                    state.fuse_transport = format!("io_uring ({} queues)", q.len());
+                    d.queues = Some(q);
+                }
+                Err(why) if cfg.fuse_uring == UringMode::On => {
+                    d.state = state;
+                    d.shutdown();
+                    bail!("--fuse-uring on: FUSE over io_uring did not start ({why})");
+                }
+                Err(why) => {
+                    eprintln!(
+                        "vsl: FUSE over io_uring did not start ({why}); serving through /dev/fuse"
+                    )
+                }
+            }
+        }
         for e in &d.engines {
             let file = mnt.join(device_file_name(e.member));
             match losetup_attach(&file, e.sector_bytes()) {
@@ -493,6 +586,17 @@ impl Daemon {
                 }
             }
         }
+        if cfg.probe_path && cfg.timing == Timing::Model {
+            match probe_kernel_path(&mnt.join(crate::wakeup::PROBE_FILE)) {
+                Ok(cost) => {
+                    d.engines.iter().for_each(|e| e.set_path_cost(cost));
+                    state.path_cost = Some(cost);
+                }
+                Err(e) => eprintln!(
+                    "vsl: probing the kernel path failed ({e:#}); answers allow only the model's host cost"
+                ),
+            }
+        }
         d.state = state;
         let text = serde_json::to_string_pretty(&d.state)?;
         std::fs::write(dir.join("state.json"), text + "\n")?;
@@ -508,6 +612,16 @@ impl Daemon {
         let mut sampler = Sampler::new(&self.engines);
         let mut next_sample = Instant::now() + Duration::from_secs(1);
         while !STOP.load(Ordering::SeqCst) {
+            let served: u64 = self
+                .engines
+                .iter()
+                .map(|e| {
+                    e.counters.reads.load(Ordering::Relaxed)
+                        + e.counters.writes.load(Ordering::Relaxed)
+                        + e.counters.flushes.load(Ordering::Relaxed)
+                })
+                .sum();
+            self.idle.tick(served);
             if Instant::now() >= next_sample {
                 sampler.sample(&self.engines);
                 self.engines.iter().for_each(|e| save_counters(e));
@@ -606,6 +720,9 @@ impl Daemon {
                 eprintln!("vsl: unmounting {}: {e}", self.state.mountpoint.display());
                 let _ = umount_lazy(&self.state.mountpoint);
             }
+        }
+        if let Some(mut q) = self.queues.take() {
+            q.stop();
         }
         self.timer.stop();
         if let Some(h) = self.timer_thread.take() {

@@ -252,6 +252,10 @@ pub struct Engine {
     /// The model's host software cost of a read and of a write.
     host_read: Duration,
     host_write: Duration,
+    /// The kernel path's measured round trip ([`crate::wakeup::probe`]),
+    /// once probed: the answer goes out that much before the model's
+    /// completion when it exceeds the host cost.
+    path: std::sync::OnceLock<crate::wakeup::PathCost>,
     attached: Instant,
 }
 
@@ -262,10 +266,11 @@ pub struct Completion {
     pub at: Instant,
     /// Wall time the model was handed the I/O.
     pub submitted: Instant,
-    /// The model's host VSL software cost of this I/O. On a real host that
-    /// time is spent by the host's own I/O path, here the kernel's block
-    /// layer, loop and FUSE, so the answer goes out that much earlier
-    /// ([`Completion::ack_at`]).
+    /// The model's host VSL software cost of this I/O, or the kernel path's
+    /// measured round trip when longer ([`crate::wakeup::probe`]). On a
+    /// real host that time is spent by the host's own I/O path, here the
+    /// kernel's block layer, loop and FUSE, so the answer goes out that
+    /// much earlier ([`Completion::ack_at`]).
     pub host: Duration,
 }
 
@@ -407,6 +412,7 @@ impl Engine {
         Ok(Engine {
             host_read: Duration::from_nanos(preset.host_read_ns),
             host_write: Duration::from_nanos(preset.host_write_ns),
+            path: std::sync::OnceLock::new(),
             flushes: SyncGate::default(),
             sector: card.sector_bytes() as u64,
             capacity: card.capacity_bytes(),
@@ -457,10 +463,38 @@ impl Engine {
             at: self.epoch + Duration::from_nanos(done.0),
             submitted: self.epoch + Duration::from_nanos(now.0),
             host: match kind {
-                IoKind::Read => self.host_read,
-                IoKind::Write | IoKind::Trim => self.host_write,
+                IoKind::Read => self.ahead(true, len),
+                IoKind::Write => self.ahead(false, len),
+                // A discard carries no data through the path.
+                IoKind::Trim => self.host_write,
             },
         })
+    }
+
+    /// How long before the model's completion an I/O of `len` bytes is
+    /// answered: the model's host software cost, or the kernel path's
+    /// measured round trip when that is longer (the client then sees the
+    /// model's latency, not the model's plus the emulator's).
+    fn ahead(&self, read: bool, len: u64) -> Duration {
+        let host = if read {
+            self.host_read
+        } else {
+            self.host_write
+        };
+        match self.path.get() {
+            Some(p) => host.max(p.of(!read, len)),
+            None => host,
+        }
+    }
+
+    /// Sets the kernel path's measured round trip (once, after the probe).
+    pub fn set_path_cost(&self, cost: crate::wakeup::PathCost) {
+        let _ = self.path.set(cost);
+    }
+
+    /// The kernel path's measured round trip, if probed.
+    pub fn path_cost(&self) -> Option<crate::wakeup::PathCost> {
+        self.path.get().copied()
     }
 
     /// The erase units holding slots `psa..psa + n` (n ≥ 1).
@@ -600,7 +634,7 @@ impl Engine {
         let done = Completion {
             at: self.epoch + Duration::from_nanos(at.0),
             submitted: self.epoch + Duration::from_nanos(now.0),
-            host: self.host_write,
+            host: self.ahead(false, ranges.iter().map(|r| r.1).sum()),
         };
         let sector = self.sector;
         let written: u64 = ranges.iter().map(|r| r.1 / sector).sum();

@@ -22,11 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// Longest wait a FUSE thread does itself (longer ones go to the timer).
 const INLINE_WAIT: Duration = Duration::from_micros(500);
-/// How long before the deadline an inline wait stops sleeping and spins.
-const SPIN: Duration = Duration::from_micros(20);
-
-/// Waits until `at`: sleeps (1 ns timer slack) until shortly before it,
-/// then spins.
+/// Waits until `at` ([`crate::timer::wait_until`]) with a 1 ns timer slack.
 fn wait_until(at: Instant) {
     thread_local! {
         static SLACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -39,16 +35,18 @@ fn wait_until(at: Instant) {
             s.set(true);
         }
     });
-    let now = Instant::now();
-    if at > now + SPIN {
-        std::thread::sleep(at - now - SPIN);
-    }
-    while Instant::now() < at {
-        std::hint::spin_loop();
-    }
+    crate::timer::wait_until(at)
 }
 
 const ROOT: u64 = 1;
+/// The largest write the kernel sends in one request (and so the payload
+/// of a FUSE ring entry).
+pub const MAX_WRITE: u32 = 1 << 20;
+/// The `.probe` file ([`crate::wakeup`]): answers at once, touches no
+/// model; a loop device over it measures the kernel path at attach.
+const PROBE_INO: u64 = 1 << 40;
+/// What a probe read returns.
+static ZEROS: [u8; 1 << 20] = [0; 1 << 20];
 const TTL: Duration = Duration::from_secs(3600);
 
 /// File name of member `m`'s device file.
@@ -56,21 +54,207 @@ pub fn device_file_name(m: u32) -> String {
     format!("ioDimm{m}")
 }
 
+#[derive(Clone)]
 pub struct CardFs {
     engines: Vec<Arc<Engine>>,
     timer: Arc<Timer>,
     created: SystemTime,
     /// Reads and writes received and not yet answered.
     busy: Arc<AtomicUsize>,
+    /// Ask the kernel for FUSE over io_uring in `FUSE_INIT`; set to
+    /// whether it offered it.
+    uring: Arc<std::sync::atomic::AtomicBool>,
+    /// Set once `FUSE_INIT` has been answered.
+    inited: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl CardFs {
-    pub fn new(engines: Vec<Arc<Engine>>, timer: Arc<Timer>) -> CardFs {
+    /// Attribute and entry lifetime given to the kernel.
+    pub const TTL: Duration = TTL;
+
+    pub fn new(engines: Vec<Arc<Engine>>, timer: Arc<Timer>, uring: bool) -> CardFs {
         CardFs {
             engines,
             timer,
             created: SystemTime::now(),
             busy: Arc::new(AtomicUsize::new(0)),
+            uring: Arc::new(std::sync::atomic::AtomicBool::new(uring)),
+            inited: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        }
+    }
+
+    /// Waits (up to `timeout`) for `FUSE_INIT`; then whether FUSE over
+    /// io_uring was negotiated. With it, the kernel holds every request
+    /// until the queues are registered, so nothing may wait on the mount
+    /// before [`crate::uring::Queues::start`].
+    pub fn wait_init(&self, timeout: Duration) -> Option<bool> {
+        let end = Instant::now() + timeout;
+        while !self.inited.load(Ordering::SeqCst) {
+            if Instant::now() > end {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Some(self.uring.load(Ordering::SeqCst))
+    }
+
+    /// Reads and writes received and not yet answered.
+    pub fn busy(&self) -> usize {
+        self.busy.load(Ordering::Acquire)
+    }
+
+    /// The attributes of `name` in directory `parent`.
+    pub fn lookup_attr(&self, parent: u64, name: &OsStr) -> Option<FileAttr> {
+        if parent != ROOT {
+            return None;
+        }
+        if name == crate::wakeup::PROBE_FILE {
+            return self.attr(PROBE_INO);
+        }
+        let i = self
+            .engines
+            .iter()
+            .position(|e| OsStr::new(&device_file_name(e.member)) == name)?;
+        self.attr(ROOT + 1 + i as u64)
+    }
+
+    /// The attributes of inode `ino`.
+    pub fn attr_of(&self, ino: u64) -> Option<FileAttr> {
+        self.attr(ino)
+    }
+
+    /// The open flags of a device file (direct I/O), or why it cannot be
+    /// opened.
+    pub fn open_flags(&self, ino: u64) -> Result<u32, Errno> {
+        if self.engine(INodeNo(ino)).is_none() && ino != PROBE_INO {
+            return Err(Errno::EISDIR);
+        }
+        Ok(FopenFlags::FOPEN_DIRECT_IO.bits())
+    }
+
+    /// The root directory's entries: inode, type, name.
+    pub fn dir_entries(&self) -> Vec<(u64, FileType, String)> {
+        let mut entries = vec![
+            (ROOT, FileType::Directory, ".".to_string()),
+            (ROOT, FileType::Directory, "..".to_string()),
+        ];
+        for (i, e) in self.engines.iter().enumerate() {
+            entries.push((
+                ROOT + 1 + i as u64,
+                FileType::RegularFile,
+                device_file_name(e.member),
+            ));
+        }
+        entries
+    }
+
+    /// Serves a read; `answer` gets the data at the model's time (or its
+    /// error), on this thread or the timer's.
+    pub fn serve_read(
+        &self,
+        ino: u64,
+        offset: u64,
+        size: u32,
+        received: Instant,
+        answer: impl FnOnce(Result<&[u8], Errno>) + Send + 'static,
+    ) {
+        if ino == PROBE_INO {
+            wait_until(received + crate::wakeup::PROBE_DELAY);
+            let len = (size as u64).min(crate::wakeup::PROBE_BYTES.saturating_sub(offset));
+            return answer(Ok(&ZEROS[..(len as usize).min(ZEROS.len())]));
+        }
+        let Some(e) = self.engine(INodeNo(ino)).cloned() else {
+            return answer(Err(Errno::ENOENT));
+        };
+        self.busy.fetch_add(1, Ordering::AcqRel);
+        let cap = e.capacity_bytes();
+        if offset >= cap {
+            self.busy.fetch_sub(1, Ordering::AcqRel);
+            return answer(Ok(&[]));
+        }
+        let len = (size as u64).min(cap - offset);
+        let mut buf = Vec::new();
+        let result = e.read(offset, len, &mut buf);
+        self.complete(e, result, false, received, move |r| match r {
+            Ok(()) => answer(Ok(&buf)),
+            Err(code) => answer(Err(code)),
+        });
+    }
+
+    /// Serves a write; `answer` gets the bytes written at the model's time
+    /// (or the error). `data` is stored before this returns.
+    pub fn serve_write(
+        &self,
+        ino: u64,
+        offset: u64,
+        data: &[u8],
+        received: Instant,
+        answer: impl FnOnce(Result<u32, Errno>) + Send + 'static,
+    ) {
+        if ino == PROBE_INO {
+            wait_until(received + crate::wakeup::PROBE_DELAY);
+            return answer(Ok(data.len() as u32));
+        }
+        let Some(e) = self.engine(INodeNo(ino)).cloned() else {
+            return answer(Err(Errno::ENOENT));
+        };
+        self.busy.fetch_add(1, Ordering::AcqRel);
+        let n = data.len() as u32;
+        let result = e.write(offset, data);
+        self.complete(e, result, true, received, move |r| answer(r.map(|()| n)));
+    }
+
+    /// Serves an fsync (flush / FUA of the loop device above).
+    pub fn serve_fsync(&self, ino: u64) -> Result<(), Errno> {
+        if ino == PROBE_INO {
+            return Ok(());
+        }
+        let Some(e) = self.engine(INodeNo(ino)) else {
+            return Err(Errno::ENOENT);
+        };
+        let received = Instant::now();
+        let r = e.flush();
+        e.counters.record_flush(received.elapsed());
+        r.map_err(|err| {
+            let n = e
+                .counters
+                .errors
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            eprintln!(
+                "vsl: ioMemory device {}: flush failed ({} errors so far): {err}",
+                e.member,
+                n + 1
+            );
+            errno(&err)
+        })
+    }
+
+    /// Serves a hole punch or zero range (the loop device's discard).
+    pub fn serve_fallocate(
+        &self,
+        ino: u64,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        answer: impl FnOnce(Result<(), Errno>) + Send + 'static,
+    ) {
+        let Some(e) = self.engine(INodeNo(ino)).cloned() else {
+            return answer(Err(Errno::ENOENT));
+        };
+        // The loop driver turns a discard into a hole punch (or zero range).
+        let punch = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        if mode & punch != punch && mode & libc::FALLOC_FL_ZERO_RANGE == 0 {
+            return answer(Err(Errno::EOPNOTSUPP));
+        }
+        match e.trim(offset, length) {
+            Ok(done) => {
+                let ack: crate::timer::Ack = Box::new(move |_| answer(Ok(())));
+                match e.wait_for(done) {
+                    Some(at) => self.timer.at(at, ack),
+                    None => ack(Instant::now()),
+                }
+            }
+            Err(err) => answer(Err(errno(&err))),
         }
     }
 
@@ -135,6 +319,13 @@ impl CardFs {
     fn attr(&self, ino: u64) -> Option<FileAttr> {
         let (kind, size, perm, blksize) = if ino == ROOT {
             (FileType::Directory, 0, 0o755, 4096)
+        } else if ino == PROBE_INO {
+            (
+                FileType::RegularFile,
+                crate::wakeup::PROBE_BYTES,
+                0o600,
+                4096,
+            )
         } else {
             let e = self.engine(INodeNo(ino))?;
             (
@@ -171,25 +362,28 @@ fn errno(e: &crate::engine::EngineError) -> Errno {
 impl Filesystem for CardFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         // Large requests pass through whole; a refused size keeps the default.
-        let _ = config.set_max_write(1 << 20);
+        let _ = config.set_max_write(MAX_WRITE);
         // Without async direct I/O the loop driver waits for each request
         // before sending the next: queue depth 1 whatever the host asks.
         let _ = config.add_capabilities(InitFlags::FUSE_ASYNC_DIO);
         // Async direct I/O travels as background requests; allow a deep queue.
         let _ = config.set_max_background(512);
         let _ = config.set_congestion_threshold(384);
+        // FUSE over io_uring when asked for and offered ([`crate::uring`]).
+        if self.uring.load(Ordering::SeqCst) {
+            let ok = config
+                .add_capabilities(InitFlags::from_bits_retain(
+                    crate::uring::FUSE_OVER_IO_URING,
+                ))
+                .is_ok();
+            self.uring.store(ok, Ordering::SeqCst);
+        }
+        self.inited.store(true, Ordering::SeqCst);
         Ok(())
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        if parent.0 != ROOT {
-            return reply.error(Errno::ENOENT);
-        }
-        let found = self
-            .engines
-            .iter()
-            .position(|e| OsStr::new(&device_file_name(e.member)) == name);
-        match found.and_then(|i| self.attr(ROOT + 1 + i as u64)) {
+        match self.lookup_attr(parent.0, name) {
             Some(a) => reply.entry(&TTL, &a, Generation(0)),
             None => reply.error(Errno::ENOENT),
         }
@@ -213,17 +407,7 @@ impl Filesystem for CardFs {
         if ino.0 != ROOT {
             return reply.error(Errno::ENOTDIR);
         }
-        let mut entries = vec![
-            (ROOT, FileType::Directory, ".".to_string()),
-            (ROOT, FileType::Directory, "..".to_string()),
-        ];
-        for (i, e) in self.engines.iter().enumerate() {
-            entries.push((
-                ROOT + 1 + i as u64,
-                FileType::RegularFile,
-                device_file_name(e.member),
-            ));
-        }
+        let entries = self.dir_entries();
         for (i, (ino, kind, name)) in entries.into_iter().enumerate().skip(offset as usize) {
             if reply.add(INodeNo(ino), (i + 1) as u64, kind, name) {
                 break;
@@ -233,10 +417,10 @@ impl Filesystem for CardFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        if self.engine(ino).is_none() {
-            return reply.error(Errno::EISDIR);
+        match self.open_flags(ino.0) {
+            Ok(f) => reply.opened(FileHandle(0), FopenFlags::from_bits_retain(f)),
+            Err(e) => reply.error(e),
         }
-        reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO);
     }
 
     fn read(
@@ -251,20 +435,8 @@ impl Filesystem for CardFs {
         reply: ReplyData,
     ) {
         let received = Instant::now();
-        let Some(e) = self.engine(ino).cloned() else {
-            return reply.error(Errno::ENOENT);
-        };
-        self.busy.fetch_add(1, Ordering::AcqRel);
-        let cap = e.capacity_bytes();
-        if offset >= cap {
-            self.busy.fetch_sub(1, Ordering::AcqRel);
-            return reply.data(&[]);
-        }
-        let len = (size as u64).min(cap - offset);
-        let mut buf = Vec::new();
-        let result = e.read(offset, len, &mut buf);
-        self.complete(e, result, false, received, move |r| match r {
-            Ok(()) => reply.data(&buf),
+        self.serve_read(ino.0, offset, size, received, move |r| match r {
+            Ok(data) => reply.data(data),
             Err(code) => reply.error(code),
         });
     }
@@ -282,14 +454,8 @@ impl Filesystem for CardFs {
         reply: ReplyWrite,
     ) {
         let received = Instant::now();
-        let Some(e) = self.engine(ino).cloned() else {
-            return reply.error(Errno::ENOENT);
-        };
-        self.busy.fetch_add(1, Ordering::AcqRel);
-        let n = data.len() as u32;
-        let result = e.write(offset, data);
-        self.complete(e, result, true, received, move |r| match r {
-            Ok(()) => reply.written(n),
+        self.serve_write(ino.0, offset, data, received, move |r| match r {
+            Ok(n) => reply.written(n),
             Err(code) => reply.error(code),
         });
     }
@@ -314,26 +480,9 @@ impl Filesystem for CardFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let Some(e) = self.engine(ino) else {
-            return reply.error(Errno::ENOENT);
-        };
-        let received = Instant::now();
-        let r = e.flush();
-        e.counters.record_flush(received.elapsed());
-        match r {
+        match self.serve_fsync(ino.0) {
             Ok(()) => reply.ok(),
-            Err(err) => {
-                let n = e
-                    .counters
-                    .errors
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                eprintln!(
-                    "vsl: ioMemory device {}: flush failed ({} errors so far): {err}",
-                    e.member,
-                    n + 1
-                );
-                reply.error(errno(&err))
-            }
+            Err(e) => reply.error(e),
         }
     }
 
@@ -347,23 +496,9 @@ impl Filesystem for CardFs {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        let Some(e) = self.engine(ino).cloned() else {
-            return reply.error(Errno::ENOENT);
-        };
-        // The loop driver turns a discard into a hole punch (or zero range).
-        let punch = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
-        if mode & punch != punch && mode & libc::FALLOC_FL_ZERO_RANGE == 0 {
-            return reply.error(Errno::EOPNOTSUPP);
-        }
-        match e.trim(offset, length) {
-            Ok(done) => {
-                let ack: crate::timer::Ack = Box::new(move |_| reply.ok());
-                match e.wait_for(done) {
-                    Some(at) => self.timer.at(at, ack),
-                    None => ack(Instant::now()),
-                }
-            }
-            Err(err) => reply.error(errno(&err)),
-        }
+        self.serve_fallocate(ino.0, offset, length, mode, move |r| match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        });
     }
 }

@@ -37,3 +37,5 @@ pub mod manage;
 pub mod status;
 pub mod store;
 pub mod timer;
+pub mod uring;
+pub mod wakeup;

@@ -4,8 +4,53 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+/// How late a timed sleep wakes, ns: an average of what was seen (a
+/// halted vCPU's timer wake-up is 20–35 µs late here, see
+/// `docs/ATTACH_PERF.md`). Sleeps end this much early and spin the rest.
+static OVERSHOOT_NS: AtomicU64 = AtomicU64::new(20_000);
+/// Never trust less than this, nor more than [`OVERSHOOT_MAX`].
+const OVERSHOOT_MIN: u64 = 2_000;
+const OVERSHOOT_MAX: u64 = 200_000;
+
+/// What to sleep for to wake by `left` from now, or None to spin: `left`
+/// less the overshoot seen so far (a wake-up early by its jitter spins the
+/// rest; one late by it is late).
+pub fn sleep_for(left: Duration) -> Option<Duration> {
+    let early = Duration::from_nanos(OVERSHOOT_NS.load(Relaxed));
+    left.checked_sub(early)
+        .filter(|d| *d > Duration::from_micros(1))
+}
+
+/// Records that a sleep of `asked` took `took`.
+pub fn record_overshoot(asked: Duration, took: Duration) {
+    let over = took.saturating_sub(asked).as_nanos() as u64;
+    let old = OVERSHOOT_NS.load(Relaxed);
+    // A moving average over about 16 sleeps.
+    let new = (old * 15 + over.clamp(OVERSHOOT_MIN, OVERSHOOT_MAX)) / 16;
+    OVERSHOOT_NS.store(new.clamp(OVERSHOOT_MIN, OVERSHOOT_MAX), Relaxed);
+}
+
+/// The current overshoot estimate.
+pub fn overshoot() -> Duration {
+    Duration::from_nanos(OVERSHOOT_NS.load(Relaxed))
+}
+
+/// Waits until `at`: sleeps while the wake-up's overshoot leaves time,
+/// then spins. The calling thread should have a 1 ns timer slack.
+pub fn wait_until(at: Instant) {
+    let now = Instant::now();
+    if let Some(d) = sleep_for(at.saturating_duration_since(now)) {
+        std::thread::sleep(d);
+        record_overshoot(d, now.elapsed());
+    }
+    while Instant::now() < at {
+        std::hint::spin_loop();
+    }
+}
 
 /// An acknowledgement to send later.
 pub type Ack = Box<dyn FnOnce(Instant) + Send>;
@@ -108,12 +153,27 @@ impl Timer {
                     break;
                 }
                 s = match s.heap.peek().map(|e| e.at - now) {
-                    Some(wait) => {
-                        self.wake
-                            .wait_timeout(s, wait.max(Duration::from_nanos(1)))
-                            .unwrap_or_else(|p| p.into_inner())
-                            .0
-                    }
+                    Some(left) => match sleep_for(left) {
+                        Some(d) => {
+                            let (s, r) = self
+                                .wake
+                                .wait_timeout(s, d)
+                                .unwrap_or_else(|p| p.into_inner());
+                            if r.timed_out() {
+                                record_overshoot(d, now.elapsed());
+                            }
+                            s
+                        }
+                        None => {
+                            // Too close to sleep: spin a little, unlocked.
+                            drop(s);
+                            let until = now + left.min(Duration::from_micros(2));
+                            while Instant::now() < until {
+                                std::hint::spin_loop();
+                            }
+                            self.lock()
+                        }
+                    },
                     None => self.wake.wait(s).unwrap_or_else(|p| p.into_inner()),
                 };
             }
