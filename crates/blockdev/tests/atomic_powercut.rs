@@ -298,13 +298,17 @@ fn issue11_sigkill_never_shows_a_partial_atomic_write() {
     let mut tally = Tally::default();
     let mut plain_acked = 0;
     let mut gc_moved = 0;
+    // The cuts alternate between FUSE over io_uring and /dev/fuse (issue 13).
+    let modes = common::transports("issue11_sigkill_never_shows_a_partial_atomic_write");
     for cut in 0..=cuts {
-        let dev = rig.attach(if cut == 0 {
-            &card
+        let mode = modes[cut as usize % modes.len()];
+        let opts = if cut == 0 {
+            card.clone()
         } else {
-            &["--timing", "none"]
-        })[0]
-            .clone();
+            vec!["--timing", "none"]
+        };
+        let dev = rig.attach(&[opts.as_slice(), &["--fuse-uring", mode]].concat())[0].clone();
+        rig.assert_transport(mode);
         verify(&dev, &mut groups, &mut plain, cut, seed, &mut tally);
         let socket = control_socket(&rig);
         if cut == 0 {

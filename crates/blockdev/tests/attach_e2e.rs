@@ -37,8 +37,17 @@ fn issue4_ext4_fio_verify_survives_detach_and_reattach() {
     ) {
         return;
     }
-    let rig = Rig::new("e2e");
-    let devs = rig.attach(common::TINY_CARD);
+    // Over FUSE over io_uring, then over /dev/fuse reads (issue 13).
+    for mode in common::transports("issue4_ext4_fio_verify_survives_detach_and_reattach") {
+        eprintln!("ext4 end to end, --fuse-uring {mode}");
+        ext4_fio_verify(mode);
+    }
+}
+
+fn ext4_fio_verify(mode: &str) {
+    let rig = Rig::new(&format!("e2e-{mode}"));
+    let devs = rig.attach(&[common::TINY_CARD, &["--fuse-uring", mode]].concat());
+    rig.assert_transport(mode);
     let dev = &devs[0];
     let mnt = rig.mnt.to_str().unwrap();
     sh(&format!("mkfs.ext4 -q -F {dev}"));
@@ -68,7 +77,8 @@ fn issue4_ext4_fio_verify_survives_detach_and_reattach() {
     sh(&format!("umount {mnt}"));
     rig.detach_all();
 
-    let devs = rig.attach(&[]);
+    let devs = rig.attach(&["--fuse-uring", mode]);
+    rig.assert_transport(mode);
     let dev = &devs[0];
     sh(&format!("mount {dev} {mnt}"));
     assert_fio_ok(&fio(mnt, &format!("{FILL} --verify_only")), 1);

@@ -100,13 +100,18 @@ fn issue4_sigkill_loses_no_acknowledged_write() {
     let mut total_acked = 0;
     let mut total_landed = 0;
     let mut gc_moved = 0;
+    // Issue 13: the cuts alternate between FUSE over io_uring and /dev/fuse
+    // reads (recovery after each kill runs on the other transport).
+    let modes = common::transports("issue4_sigkill_loses_no_acknowledged_write");
     for cut in 0..=cuts {
-        let dev = rig.attach(if cut == 0 {
-            &card
+        let mode = modes[cut as usize % modes.len()];
+        let opts = if cut == 0 {
+            card.clone()
         } else {
-            &["--timing", "none"]
-        })[0]
-            .clone();
+            vec!["--timing", "none"]
+        };
+        let dev = rig.attach(&[opts.as_slice(), &["--fuse-uring", mode]].concat())[0].clone();
+        rig.assert_transport(mode);
         total_landed += verify(&dev, &mut known, cut, seed);
         if cut == cuts {
             break;

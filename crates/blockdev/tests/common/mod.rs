@@ -67,6 +67,38 @@ pub fn skip(test: &str, tools: &[&str]) -> bool {
     }
 }
 
+/// FUSE over io_uring for the tests that run over both transports: true
+/// when the kernel offers it (switched on here, as root may); otherwise a
+/// loud line saying the io_uring half of the test does not run.
+pub fn uring_available(test: &str) -> bool {
+    const PARAM: &str = "/sys/module/fuse/parameters/enable_uring";
+    let on = || std::fs::read_to_string(PARAM).is_ok_and(|s| s.trim() == "Y");
+    if !on() {
+        let _ = std::fs::write(PARAM, "Y");
+    }
+    if on() {
+        return true;
+    }
+    let why = if Path::new(PARAM).exists() {
+        format!("{PARAM} could not be switched on")
+    } else {
+        "this kernel has no FUSE over io_uring".to_string()
+    };
+    eprintln!("\n!!!!! {test}: FUSE over io_uring could not be enabled ({why}); only /dev/fuse is tested !!!!!\n");
+    println!("SKIPPED io_uring half of {test}: {why}");
+    false
+}
+
+/// The transports to test: `--fuse-uring` values, io_uring first when
+/// available.
+pub fn transports(test: &str) -> Vec<&'static str> {
+    if uring_available(test) {
+        vec!["on", "off"]
+    } else {
+        vec!["off"]
+    }
+}
+
 /// A scratch run directory and store, cleaned up (and detached) on drop.
 pub struct Rig {
     pub root: PathBuf,
@@ -138,6 +170,28 @@ impl Rig {
         let text = std::fs::read_to_string(dir.path().join("state.json")).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         v["pid"].as_u64().unwrap() as u32
+    }
+
+    /// How the attached daemon gets its requests ("io_uring (N queues)" or
+    /// "/dev/fuse"), from its state file.
+    pub fn transport(&self) -> String {
+        let dir = std::fs::read_dir(&self.run_dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .find(|e| e.path().join("state.json").exists())
+            .expect("an attachment's state file");
+        let text = std::fs::read_to_string(dir.path().join("state.json")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["fuse_transport"].as_str().unwrap_or("").to_string()
+    }
+
+    /// Asserts the attachment serves through `mode`'s transport.
+    pub fn assert_transport(&self, mode: &str) {
+        let t = self.transport();
+        match mode {
+            "on" => assert!(t.starts_with("io_uring"), "asked for io_uring, got {t}"),
+            _ => assert_eq!(t, "/dev/fuse"),
+        }
     }
 
     pub fn status_json(&self) -> serde_json::Value {
