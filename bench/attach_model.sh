@@ -38,6 +38,9 @@ cleanup() {
 }
 trap cleanup EXIT
 CARD=(--device iodrive-160-slc --scale 0.1)
+# Extra attach options, e.g. ATTACH_OPTS="--fuse-uring off" (the default
+# transport is FUSE over io_uring when the kernel allows it).
+read -r -a EXTRA <<<"${ATTACH_OPTS:-}"
 
 dd if=/dev/zero of="$work/dd" bs=1M count=1024 conv=fdatasync 2>"$work/dd.log"
 disk_mbs=$(python3 -c 'import re,sys; m=re.search(r"([0-9.]+) ([MG])B/s", open(sys.argv[1]).read()); print(float(m[1])*(1000 if m[2]=="G" else 1))' "$work/dd.log")
@@ -47,7 +50,7 @@ rm -f "$work/dd"
 attach_mount() {
   umount "$work/fs" 2>/dev/null || true
   "$BIN" detach --all >/dev/null 2>&1 || true
-  dev=$("$BIN" attach --store "$work/store" "${CARD[@]}" --timing model | cut -f1)
+  dev=$("$BIN" attach --store "$work/store" "${CARD[@]}" "${EXTRA[@]}" --timing model | cut -f1)
   mkdir -p "$work/fs"
   mount "$dev" "$work/fs"
 }
@@ -59,7 +62,7 @@ fio4k() {
     --output-format=json 2>/dev/null |
     python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; print(round(j["read"]["iops"]+j["write"]["iops"]))'
 }
-dev=$("$BIN" attach --store "$work/nstore" "${CARD[@]}" --timing none | cut -f1)
+dev=$("$BIN" attach --store "$work/nstore" "${CARD[@]}" "${EXTRA[@]}" --timing none | cut -f1)
 fio --name=fill --filename="$dev" --rw=write --bs=1m --direct=1 --size=1g --ioengine=libaio \
   --iodepth=8 --output-format=terse >/dev/null
 none_r=$(fio4k "$dev" randread); none_w=$(fio4k "$dev" randwrite)
@@ -71,7 +74,9 @@ rm -f "$work/plain"
 none_line=$(python3 -c "r,w,pr,pw=$none_r,$none_w,$plain_r,$plain_w; print(f'timing none, 4 KiB random, 4 jobs x QD 32, store on disk: read {r/1e3:.1f} K IOPS (target >= 150 K), write {w/1e3:.1f} K IOPS (target >= 100 K); plain file on the same disk: read {pr/1e3:.1f} K, write {pw/1e3:.1f} K; ratios {r/pr:.2f} / {w/pw:.2f}')")
 echo "$none_line"
 
-dev=$("$BIN" attach --store "$work/store" "${CARD[@]}" --timing model | cut -f1)
+dev=$("$BIN" attach --store "$work/store" "${CARD[@]}" "${EXTRA[@]}" --timing model | cut -f1)
+transport=$(python3 -c 'import json,glob,sys; print(json.load(open(glob.glob(sys.argv[1]+"/*/state.json")[0])).get("fuse_transport","?"))' "$OPENVSL_RUN_DIR")
+echo "FUSE transport: $transport"
 mkfs.ext4 -q -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "$dev"
 mkdir -p "$work/fs"
 mount "$dev" "$work/fs"
@@ -134,7 +139,7 @@ done
 umount "$work/fs"
 "$BIN" detach --all >/dev/null
 echo
-echo "sysbench fileio 16 KiB O_DIRECT (fsync freq ${FSYNC_FREQ:-0}) on ext4 on the attached iodrive-160-slc (--scale 0.1, timing model, store on disk), vs vsl run in virtual time, same run:"
+echo "sysbench fileio 16 KiB O_DIRECT (fsync freq ${FSYNC_FREQ:-0}) on ext4 on the attached iodrive-160-slc (--scale 0.1, timing model, store on disk, FUSE transport $transport), vs vsl run in virtual time, same run:"
 printf '  %s\n' "${results[@]}"
 echo "  the disk's sequential write speed with fdatasync, same run: $disk_mbs MB/s"
 echo "$none_line"

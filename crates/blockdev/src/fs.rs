@@ -22,6 +22,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// Longest wait a FUSE thread does itself (longer ones go to the timer).
 const INLINE_WAIT: Duration = Duration::from_micros(500);
+thread_local! {
+    /// Set on a FUSE ring queue's thread ([`crate::uring`]): answers due
+    /// later are queued here for that thread to send at their time, so no
+    /// other thread has to wake it.
+    pub static LOCAL_DEADLINES: std::cell::RefCell<Option<Vec<(Instant, crate::timer::Ack)>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// Waits until `at` ([`crate::timer::wait_until`]) with a 1 ns timer slack.
 fn wait_until(at: Instant) {
     thread_local! {
@@ -250,11 +258,31 @@ impl CardFs {
             Ok(done) => {
                 let ack: crate::timer::Ack = Box::new(move |_| answer(Ok(())));
                 match e.wait_for(done) {
-                    Some(at) => self.timer.at(at, ack),
+                    Some(at) => self.defer(at, ack),
                     None => ack(Instant::now()),
                 }
             }
             Err(err) => answer(Err(errno(&err))),
+        }
+    }
+
+    /// Runs `ack` at `at`: on a FUSE ring queue's thread, by that thread's
+    /// own deadlines ([`LOCAL_DEADLINES`]); else inline when it is the only
+    /// I/O in the daemon and near, or by the timer thread.
+    fn defer(&self, at: Instant, ack: crate::timer::Ack) {
+        let ack = LOCAL_DEADLINES.with(|l| match l.borrow_mut().as_mut() {
+            Some(v) => {
+                v.push((at, ack));
+                None
+            }
+            None => Some(ack),
+        });
+        let Some(ack) = ack else { return };
+        if self.busy.load(Ordering::Acquire) == 1 && at < Instant::now() + INLINE_WAIT {
+            wait_until(at);
+            ack(Instant::now())
+        } else {
+            self.timer.at(at, ack)
         }
     }
 
@@ -279,14 +307,7 @@ impl CardFs {
                     e.counters.record(is_write, received, served, now, done);
                 });
                 match wait {
-                    Some(at)
-                        if self.busy.load(Ordering::Acquire) == 1
-                            && at < Instant::now() + INLINE_WAIT =>
-                    {
-                        wait_until(at);
-                        ack(Instant::now())
-                    }
-                    Some(at) => self.timer.at(at, ack),
+                    Some(at) => self.defer(at, ack),
                     None => ack(Instant::now()),
                 }
             }

@@ -21,6 +21,7 @@
 use crate::fs::CardFs;
 use fuser::{Errno, FileAttr, FileType};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use std::collections::BinaryHeap;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -129,6 +130,29 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 }
 fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_ne_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// An answer due at `at` (earliest first out of the max-heap).
+struct Deadline {
+    at: Instant,
+    seq: u64,
+    ack: crate::timer::Ack,
+}
+impl PartialEq for Deadline {
+    fn eq(&self, o: &Self) -> bool {
+        self.at == o.at && self.seq == o.seq
+    }
+}
+impl Eq for Deadline {}
+impl PartialOrd for Deadline {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Deadline {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        o.at.cmp(&self.at).then(o.seq.cmp(&self.seq))
+    }
 }
 
 /// Answers waiting to be committed, and how to wake the queue thread.
@@ -380,10 +404,64 @@ fn queue_thread(
     let _ = started.send(Ok(()));
     let mut cqes = Vec::with_capacity(2 * ENTRIES);
     let mut ready = Vec::new();
+    // Answers due later, sent by this thread at their time (no hand-off).
+    let mut due: BinaryHeap<Deadline> = BinaryHeap::new();
+    let mut seq = 0u64;
+    crate::fs::LOCAL_DEADLINES.with(|l| *l.borrow_mut() = Some(Vec::new()));
+    // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's slack.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
     'serve: loop {
-        match ring.submit_and_wait(1) {
+        // Answers whose time has come, then the commits of every answer.
+        let now = Instant::now();
+        while due.peek().is_some_and(|d| d.at <= now) {
+            let d = due.pop().expect("peeked");
+            (d.ack)(now);
+        }
+        std::mem::swap(
+            &mut ready,
+            &mut *done.ready.lock().unwrap_or_else(|p| p.into_inner()),
+        );
+        for i in ready.drain(..) {
+            let commit_id = u64_at(ptrs[i].header(), ENT_IN_OUT + 8);
+            let e = fuse_cmd(fd, CMD_COMMIT_AND_FETCH, commit_id, qid as u16, &ents[i], i);
+            // SAFETY: as above.
+            unsafe {
+                if ring.submission().push(&e).is_err() {
+                    let _ = ring.submit();
+                    let _ = ring.submission().push(&e);
+                }
+            }
+        }
+        // Wait for a request, or until the next answer is due: sleep while
+        // the wake-up's overshoot leaves time, then poll the completions.
+        let r = match due.peek().map(|d| d.at.saturating_duration_since(now)) {
+            None => ring.submit_and_wait(1),
+            Some(left) => match crate::timer::sleep_for(left) {
+                Some(d) => {
+                    let ts = types::Timespec::from(d);
+                    let args = types::SubmitArgs::new().timespec(&ts);
+                    let t0 = Instant::now();
+                    let r = ring.submitter().submit_with_args(1, &args);
+                    if matches!(&r, Err(e) if e.raw_os_error() == Some(libc::ETIME)) {
+                        crate::timer::record_overshoot(d, t0.elapsed());
+                    }
+                    r
+                }
+                None => {
+                    let r = ring.submit();
+                    let until = now + left;
+                    let mut cq = ring.completion();
+                    while cq.is_empty() && Instant::now() < until {
+                        std::hint::spin_loop();
+                        cq.sync();
+                    }
+                    r
+                }
+            },
+        };
+        match r {
             Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::ETIME)) => {}
             Err(e) => {
                 eprintln!("vsl: FUSE queue {qid}: io_uring_enter: {e}");
                 break;
@@ -418,21 +496,19 @@ fn queue_thread(
             let i = tag as usize;
             handle(&fs, ptrs[i], i, &done);
         }
-        std::mem::swap(
-            &mut ready,
-            &mut *done.ready.lock().unwrap_or_else(|p| p.into_inner()),
-        );
-        for i in ready.drain(..) {
-            let commit_id = u64_at(ptrs[i].header(), ENT_IN_OUT + 8);
-            let e = fuse_cmd(fd, CMD_COMMIT_AND_FETCH, commit_id, qid as u16, &ents[i], i);
-            // SAFETY: as above.
-            unsafe {
-                if ring.submission().push(&e).is_err() {
-                    let _ = ring.submit();
-                    let _ = ring.submission().push(&e);
+        crate::fs::LOCAL_DEADLINES.with(|l| {
+            if let Some(v) = l.borrow_mut().as_mut() {
+                for (at, ack) in v.drain(..) {
+                    seq += 1;
+                    due.push(Deadline { at, seq, ack });
                 }
             }
-        }
+        });
+    }
+    crate::fs::LOCAL_DEADLINES.with(|l| *l.borrow_mut() = None);
+    let now = Instant::now();
+    for d in due.drain() {
+        (d.ack)(now);
     }
     // Answers still owed (the timer) write into the entries: wait for them
     // before the buffers go.
