@@ -313,13 +313,18 @@ fn timing(s: &str) -> Result<Timing> {
 fn print_attached(st: &AttachState) {
     for d in &st.devices {
         println!(
-            "{}\tioMemory device {} of {}\t{:.2} GB\t{}-byte sectors\tstore {}",
+            "{}\tioMemory device {} of {}\t{:.2} GB\t{}-byte sectors\tstore {}\tFUSE {}",
             d.loop_device,
             d.member,
             st.device,
             d.capacity_bytes as f64 / 1e9,
             d.sector_bytes,
-            st.store.display()
+            st.store.display(),
+            if st.fuse_transport.is_empty() {
+                "/dev/fuse"
+            } else {
+                st.fuse_transport.as_str()
+            }
         );
     }
 }

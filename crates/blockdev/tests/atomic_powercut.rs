@@ -302,6 +302,7 @@ fn issue11_sigkill_never_shows_a_partial_atomic_write() {
     let modes = common::transports("issue11_sigkill_never_shows_a_partial_atomic_write");
     for cut in 0..=cuts {
         let mode = modes[cut as usize % modes.len()];
+        eprintln!("cut {cut} of {cuts}: --fuse-uring {mode}");
         let opts = if cut == 0 {
             card.clone()
         } else {

@@ -105,6 +105,7 @@ fn issue4_sigkill_loses_no_acknowledged_write() {
     let modes = common::transports("issue4_sigkill_loses_no_acknowledged_write");
     for cut in 0..=cuts {
         let mode = modes[cut as usize % modes.len()];
+        eprintln!("cut {cut} of {cuts}: --fuse-uring {mode}");
         let opts = if cut == 0 {
             card.clone()
         } else {

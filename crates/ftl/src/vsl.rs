@@ -1406,6 +1406,26 @@ impl Vsl {
                 vsl.l2p[r.lba as usize] = r.psa;
             }
         }
+        // Without a free erase unit (the cut fell while the log frontier
+        // had just taken the last one), the log continues where the newest
+        // record lies: its unit's first write unit after its last record.
+        let resume = resume.or_else(|| {
+            let newest = records.iter().max_by_key(|r| r.seq)?;
+            let leb = newest.psa / vsl.spl;
+            let mut has_records = vec![false; vsl.cfg.geometry.lebs() as usize];
+            let mut last = 0;
+            for r in records {
+                let l = r.psa / vsl.spl;
+                has_records[l as usize] = true;
+                if l == leb {
+                    last = last.max(r.psa % vsl.spl);
+                }
+            }
+            let next = (last / vsl.spu + 1) * vsl.spu;
+            let usable = vsl.cfg.usable_lebs();
+            let empty_unit = (0..usable).any(|l| !has_records[l as usize]);
+            (!empty_unit && leb < usable && next < vsl.spl).then_some((leb, next))
+        });
         if let Some(counts) = erase_counts {
             vsl.nand.restore_erase_counts(counts);
         }
@@ -1442,9 +1462,15 @@ impl Vsl {
         }
         if resume.is_none() {
             let Some(Reverse((_, frontier))) = vsl.free.pop() else {
-                return Err(FtlError::Config(
-                    "recovered device has no free erase unit for the log frontier".into(),
-                ));
+                let valid: u64 = vsl.leb_valid.iter().map(|&v| v as u64).sum();
+                return Err(FtlError::Config(format!(
+                    "recovered device has no free erase unit for the log frontier ({} units \
+                     hold {valid} valid sectors of {} user sectors, {} slots each; {} records)",
+                    vsl.cfg.usable_lebs(),
+                    vsl.cfg.user_sectors,
+                    vsl.spl,
+                    records.len()
+                )));
             };
             vsl.leb_state[frontier as usize] = LebState::Open;
             vsl.frontier_leb = frontier;

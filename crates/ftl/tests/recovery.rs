@@ -143,3 +143,52 @@ fn recovery_rejects_records_outside_the_device() {
     };
     assert!(Vsl::recover(cfg, &[bad], 0, None).is_err());
 }
+
+/// A cut right after the log frontier took the last free erase unit: every
+/// unit holds a live record, and recovery must continue the log in the
+/// frontier (after its last written unit) instead of refusing the device.
+/// Found by `bench/powercut.sh` (100 SIGKILLs of the attached card).
+#[test]
+fn recovery_without_a_free_unit_continues_the_frontier() {
+    let cfg = config(4096, GcPolicy::Greedy);
+    let vsl = Vsl::new(cfg.clone()).unwrap();
+    let spl = vsl.slots_per_leb();
+    let spu = cfg.slots_per_unit();
+    let lebs = cfg.usable_lebs();
+    assert!(
+        spu < spl,
+        "the test needs several write units per erase unit"
+    );
+    let mut records = Vec::new();
+    let mut seq = 0;
+    // One live sector in every unit but the last, then the frontier (the
+    // last unit) with its first write unit written: the newest records.
+    for leb in 0..lebs - 1 {
+        seq += 1;
+        records.push(OobRecord {
+            psa: leb * spl,
+            lba: leb,
+            seq,
+        });
+    }
+    let frontier = lebs - 1;
+    for k in 0..spu {
+        seq += 1;
+        records.push(OobRecord {
+            psa: frontier * spl + k,
+            lba: lebs + k,
+            seq,
+        });
+    }
+    assert!(((lebs + spu) as u64) < cfg.user_sectors);
+    let mut vsl = Vsl::recover(cfg, &records, 0, None).unwrap();
+    assert_eq!(vsl.frontier_leb(), frontier);
+    vsl.check_consistency();
+    for r in &records {
+        assert_eq!(vsl.lookup(r.lba as u64), Some(r.psa));
+    }
+    // The next write lands after the frontier's written unit and reads back.
+    vsl.write(Nanos::ZERO, 0, 1).unwrap();
+    assert_eq!(vsl.lookup(0), Some(frontier * spl + spu));
+    assert_eq!(vsl.read_sequence(0), Some(seq + 1));
+}

@@ -92,6 +92,12 @@ pub fn uring_available(test: &str) -> bool {
 /// The transports to test: `--fuse-uring` values, io_uring first when
 /// available.
 pub fn transports(test: &str) -> Vec<&'static str> {
+    // VSL_TEST_TRANSPORTS=off (or on) runs one of them only.
+    match std::env::var("VSL_TEST_TRANSPORTS").as_deref() {
+        Ok("off") => return vec!["off"],
+        Ok("on") => return vec!["on"],
+        _ => {}
+    }
     if uring_available(test) {
         vec!["on", "off"]
     } else {
@@ -207,6 +213,11 @@ impl Rig {
 
 impl Drop for Rig {
     fn drop(&mut self) {
+        // VSL_TEST_KEEP=1 keeps a failed test's store for a post-mortem.
+        if std::thread::panicking() && std::env::var_os("VSL_TEST_KEEP").is_some() {
+            eprintln!("kept {} (VSL_TEST_KEEP)", self.root.display());
+            return;
+        }
         let _ = Command::new("umount").arg(&self.mnt).output();
         let _ = self.vsl(&["detach", "--all"]);
         let _ = std::fs::remove_dir_all(&self.root);
