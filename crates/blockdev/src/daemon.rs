@@ -486,7 +486,7 @@ impl Daemon {
         let (timer, timer_thread) = Timer::start();
         let want_uring = match cfg.fuse_uring {
             UringMode::Off => false,
-            mode => match crate::uring::enable_in_kernel() {
+            mode => match crate::uring::enable_in_kernel().and_then(|()| crate::uring::usable()) {
                 Ok(()) => true,
                 Err(why) if mode == UringMode::On => {
                     bail!("--fuse-uring on: FUSE over io_uring cannot be switched on ({why})")
@@ -545,11 +545,15 @@ impl Daemon {
             _store: store,
         };
         if want_uring {
+            // Once negotiated, the kernel holds every request until the
+            // queues are registered: a failure here cannot fall back to
+            // /dev/fuse on this mount.
             let r = match ring_fs.wait_init(Duration::from_secs(10)) {
-                None => Err("no FUSE_INIT from the kernel in 10 s".to_string()),
-                Some(false) => Err("the kernel did not offer it in FUSE_INIT".to_string()),
+                None => Err(Some("no FUSE_INIT from the kernel in 10 s".to_string())),
+                Some(false) => Err(None),
                 Some(true) => {
                     crate::uring::Queues::start(conn_fd, ring_fs, crate::fs::MAX_WRITE as usize)
+                        .map_err(Some)
                 }
             };
             match r {
@@ -557,15 +561,14 @@ impl Daemon {
                     state.fuse_transport = format!("io_uring ({} queues)", q.len());
                     d.queues = Some(q);
                 }
-                Err(why) if cfg.fuse_uring == UringMode::On => {
+                Err(None) if cfg.fuse_uring != UringMode::On => eprintln!(
+                    "vsl: the kernel did not offer FUSE over io_uring in FUSE_INIT; serving through /dev/fuse"
+                ),
+                Err(why) => {
+                    let why = why.unwrap_or_else(|| "the kernel did not offer it in FUSE_INIT".into());
                     d.state = state;
                     d.shutdown();
-                    bail!("--fuse-uring on: FUSE over io_uring did not start ({why})");
-                }
-                Err(why) => {
-                    eprintln!(
-                        "vsl: FUSE over io_uring did not start ({why}); serving through /dev/fuse"
-                    )
+                    bail!("FUSE over io_uring did not start ({why}); attach with --fuse-uring off");
                 }
             }
         }

@@ -62,6 +62,17 @@ pub fn enable_in_kernel() -> Result<(), String> {
     }
 }
 
+/// Whether this process may use io_uring with 128-byte entries (the
+/// `kernel.io_uring_disabled` sysctl, seccomp or an old kernel may forbid
+/// it): checked before FUSE over io_uring is asked for, since a mount that
+/// negotiated it cannot serve without its queues.
+pub fn usable() -> Result<(), String> {
+    IoUring::<squeue::Entry128, cqueue::Entry>::builder()
+        .build(4)
+        .map(|_| ())
+        .map_err(|e| format!("io_uring_setup: {e}"))
+}
+
 // FUSE opcodes served here.
 const LOOKUP: u32 = 1;
 const GETATTR: u32 = 3;

@@ -55,11 +55,18 @@ pub fn missing_prerequisite(tools: &[&str]) -> Option<String> {
     None
 }
 
+/// Writes straight to the process's standard error, past the test
+/// harness's capture, so CI's log shows it even when the test passes.
+pub fn loud(text: &str) {
+    // SAFETY: writes a valid buffer to descriptor 2.
+    unsafe { libc::write(2, text.as_ptr().cast(), text.len()) };
+}
+
 /// Prints the loud skip line; returns true when the test must skip.
 pub fn skip(test: &str, tools: &[&str]) -> bool {
     match missing_prerequisite(tools) {
         Some(why) => {
-            eprintln!("\n!!!!! SKIPPED {test}: {why} !!!!!\n");
+            loud(&format!("\n!!!!! SKIPPED {test}: {why} !!!!!\n"));
             println!("SKIPPED {test}: {why}");
             true
         }
@@ -76,15 +83,20 @@ pub fn uring_available(test: &str) -> bool {
     if !on() {
         let _ = std::fs::write(PARAM, "Y");
     }
-    if on() {
+    let usable = blockdev::uring::usable();
+    if on() && usable.is_ok() {
         return true;
     }
-    let why = if Path::new(PARAM).exists() {
+    let why = if let Err(e) = usable {
+        e
+    } else if Path::new(PARAM).exists() {
         format!("{PARAM} could not be switched on")
     } else {
         "this kernel has no FUSE over io_uring".to_string()
     };
-    eprintln!("\n!!!!! {test}: FUSE over io_uring could not be enabled ({why}); only /dev/fuse is tested !!!!!\n");
+    loud(&format!(
+        "\n!!!!! {test}: FUSE over io_uring could not be enabled ({why}); only /dev/fuse is tested !!!!!\n"
+    ));
     println!("SKIPPED io_uring half of {test}: {why}");
     false
 }
