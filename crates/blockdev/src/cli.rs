@@ -72,10 +72,10 @@ pub struct AttachArgs {
     /// without it) or off.
     #[arg(long, default_value = "auto")]
     pub fuse_uring: String,
-    /// How much earlier than the model's completion an I/O is answered:
-    /// probe (the kernel path's round trip, measured at attach through a
-    /// loop device over the daemon's .probe file, or the model's host cost
-    /// if longer) or host (the model's host software cost only).
+    /// How much earlier than the model's completion an I/O is answered, so
+    /// that the client sees the model's latency: probe (the kernel path's
+    /// round trip, measured at attach through a loop device over the
+    /// daemon's .probe file) or host (the model's host software cost).
     #[arg(long, default_value = "probe")]
     pub path_cost: String,
     /// Stay in the foreground (Ctrl-C detaches) instead of daemonizing.

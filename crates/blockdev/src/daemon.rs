@@ -596,7 +596,7 @@ impl Daemon {
                     state.path_cost = Some(cost);
                 }
                 Err(e) => eprintln!(
-                    "vsl: probing the kernel path failed ({e:#}); answers allow only the model's host cost"
+                    "vsl: probing the kernel path failed ({e:#}); answers allow the model's host cost instead"
                 ),
             }
         }

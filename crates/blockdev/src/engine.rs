@@ -254,7 +254,7 @@ pub struct Engine {
     host_write: Duration,
     /// The kernel path's measured round trip ([`crate::wakeup::probe`]),
     /// once probed: the answer goes out that much before the model's
-    /// completion when it exceeds the host cost.
+    /// completion (instead of the host cost).
     path: std::sync::OnceLock<crate::wakeup::PathCost>,
     attached: Instant,
 }
@@ -266,11 +266,11 @@ pub struct Completion {
     pub at: Instant,
     /// Wall time the model was handed the I/O.
     pub submitted: Instant,
-    /// The model's host VSL software cost of this I/O, or the kernel path's
-    /// measured round trip when longer ([`crate::wakeup::probe`]). On a
-    /// real host that time is spent by the host's own I/O path, here the
-    /// kernel's block layer, loop and FUSE, so the answer goes out that
-    /// much earlier ([`Completion::ack_at`]).
+    /// The kernel path's measured round trip for this I/O
+    /// ([`crate::wakeup::probe`]), or without a probe the model's host VSL
+    /// software cost: time the real path around the daemon (block layer,
+    /// loop, FUSE) spends, so the answer goes out that much earlier
+    /// ([`Completion::ack_at`]).
     pub host: Duration,
 }
 
@@ -472,18 +472,15 @@ impl Engine {
     }
 
     /// How long before the model's completion an I/O of `len` bytes is
-    /// answered: the model's host software cost, or the kernel path's
-    /// measured round trip when that is longer (the client then sees the
-    /// model's latency, not the model's plus the emulator's).
+    /// answered: the kernel path's round trip measured at attach, so the
+    /// client sees the model's latency (whether the emulator's path is
+    /// shorter or longer than the real host's software cost the model
+    /// charges); without a probe, that host software cost.
     fn ahead(&self, read: bool, len: u64) -> Duration {
-        let host = if read {
-            self.host_read
-        } else {
-            self.host_write
-        };
         match self.path.get() {
-            Some(p) => host.max(p.of(!read, len)),
-            None => host,
+            Some(p) => p.of(!read, len),
+            None if read => self.host_read,
+            None => self.host_write,
         }
     }
 
