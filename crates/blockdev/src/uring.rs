@@ -556,7 +556,7 @@ fn handle(fs: &CardFs, ent: EntPtr, i: usize, done: &Arc<Done>) {
         LOOKUP => {
             let p = &ent.payload()[..payload_in.min(ent.payload_len)];
             let name = p.split(|&b| b == 0).next().unwrap_or(&[]);
-            match fs.lookup_attr(nodeid, std::ffi::OsStr::from_bytes_compat(name)) {
+            match fs.lookup_attr(nodeid, std::os::unix::ffi::OsStrExt::from_bytes(name)) {
                 Some(a) => {
                     let out = ent.payload();
                     out[0..8].copy_from_slice(&a.ino.0.to_ne_bytes());
@@ -709,16 +709,6 @@ fn encode_attr(a: &FileAttr, out: &mut [u8]) {
     ];
     for (k, v) in u32s.iter().enumerate() {
         out[48 + k * 4..52 + k * 4].copy_from_slice(&v.to_ne_bytes());
-    }
-}
-
-/// `OsStr` from bytes (Unix).
-trait FromBytesCompat {
-    fn from_bytes_compat(b: &[u8]) -> &std::ffi::OsStr;
-}
-impl FromBytesCompat for std::ffi::OsStr {
-    fn from_bytes_compat(b: &[u8]) -> &std::ffi::OsStr {
-        std::os::unix::ffi::OsStrExt::from_bytes(b)
     }
 }
 
