@@ -463,7 +463,7 @@ fn queue_thread(
                     let until = now + left;
                     let mut cq = ring.completion();
                     while cq.is_empty() && Instant::now() < until {
-                        std::hint::spin_loop();
+                        crate::timer::spin_step();
                         cq.sync();
                     }
                     r
