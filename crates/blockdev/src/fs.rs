@@ -74,6 +74,9 @@ pub struct CardFs {
     uring: Arc<std::sync::atomic::AtomicBool>,
     /// Set once `FUSE_INIT` has been answered.
     inited: Arc<std::sync::atomic::AtomicBool>,
+    /// The `/dev/fuse` transport's flush thread, started at the first
+    /// flush (see [`Filesystem::fsync`]).
+    flusher: Arc<std::sync::OnceLock<std::sync::mpsc::Sender<(u64, ReplyEmpty)>>>,
 }
 
 impl CardFs {
@@ -88,6 +91,7 @@ impl CardFs {
             busy: Arc::new(AtomicUsize::new(0)),
             uring: Arc::new(std::sync::atomic::AtomicBool::new(uring)),
             inited: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            flusher: Default::default(),
         }
     }
 
@@ -501,9 +505,40 @@ impl Filesystem for CardFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        match self.serve_fsync(ino.0) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
+        // A flush syncs the store (up to hundreds of milliseconds): served
+        // here it would hold one of the two session threads that serve
+        // every other request. A thread of its own serves flushes in order
+        // (the engine groups the ones that meet into one sync).
+        let tx = self.flusher.get_or_init(|| {
+            // The thread's copy has no flusher of its own, so it does not
+            // keep its channel open: it ends when the session drops this one.
+            let fs = CardFs {
+                flusher: Default::default(),
+                ..self.clone()
+            };
+            let (tx, rx) = std::sync::mpsc::channel::<(u64, ReplyEmpty)>();
+            let spawned = std::thread::Builder::new()
+                .name("fuse-flush".into())
+                .spawn(move || {
+                    for (ino, reply) in rx {
+                        match fs.serve_fsync(ino) {
+                            Ok(()) => reply.ok(),
+                            Err(e) => reply.error(e),
+                        }
+                    }
+                });
+            if let Err(e) = spawned {
+                eprintln!("vsl: no flush thread ({e}): flushes are served inline");
+            }
+            tx
+        });
+        // Without the thread (its receiver is gone) the send hands the
+        // reply back: serve it here.
+        if let Err(std::sync::mpsc::SendError((ino, reply))) = tx.send((ino.0, reply)) {
+            match self.serve_fsync(ino) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
         }
     }
 
