@@ -76,7 +76,7 @@ pub struct CardFs {
     inited: Arc<std::sync::atomic::AtomicBool>,
     /// The `/dev/fuse` transport's flush thread, started at the first
     /// flush (see [`Filesystem::fsync`]).
-    flusher: Arc<std::sync::OnceLock<std::sync::mpsc::Sender<(u64, ReplyEmpty)>>>,
+    flusher: Arc<std::sync::OnceLock<Option<FlushThread>>>,
 }
 
 impl CardFs {
@@ -505,40 +505,24 @@ impl Filesystem for CardFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        // A flush syncs the store (up to hundreds of milliseconds): served
-        // here it would hold one of the two session threads that serve
-        // every other request. A thread of its own serves flushes in order
-        // (the engine groups the ones that meet into one sync).
-        let tx = self.flusher.get_or_init(|| {
+        // Served here, a flush would hold one of the two session threads
+        // that serve every other request ([`FlushThread`]).
+        let flusher = self.flusher.get_or_init(|| {
             // The thread's copy has no flusher of its own, so it does not
             // keep its channel open: it ends when the session drops this one.
             let fs = CardFs {
                 flusher: Default::default(),
                 ..self.clone()
             };
-            let (tx, rx) = std::sync::mpsc::channel::<(u64, ReplyEmpty)>();
-            let spawned = std::thread::Builder::new()
-                .name("fuse-flush".into())
-                .spawn(move || {
-                    for (ino, reply) in rx {
-                        match fs.serve_fsync(ino) {
-                            Ok(()) => reply.ok(),
-                            Err(e) => reply.error(e),
-                        }
-                    }
-                });
-            if let Err(e) = spawned {
-                eprintln!("vsl: no flush thread ({e}): flushes are served inline");
-            }
-            tx
+            FlushThread::start("fuse-flush".into(), fs)
         });
-        // Without the thread (its receiver is gone) the send hands the
-        // reply back: serve it here.
-        if let Err(std::sync::mpsc::SendError((ino, reply))) = tx.send((ino.0, reply)) {
-            match self.serve_fsync(ino) {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(e),
-            }
+        let job: FlushJob = Box::new(move |fs: &CardFs| match fs.serve_fsync(ino.0) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        });
+        match flusher {
+            Some(f) => f.send(job, self),
+            None => job(self),
         }
     }
 
@@ -556,5 +540,53 @@ impl Filesystem for CardFs {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         });
+    }
+}
+
+/// A flush to serve on a [`FlushThread`]: it answers the request itself.
+pub(crate) type FlushJob = Box<dyn FnOnce(&CardFs) + Send>;
+
+/// Serves flushes in order on a thread of its own. A flush syncs the store
+/// (an `fdatasync`, hundreds of milliseconds when much is dirty); served
+/// on a thread that also serves other requests, it held them all, and the
+/// answers falling due meanwhile (`docs/ATTACH_PERF.md`). The engine still
+/// groups the flushes that meet into one sync. Used by the `/dev/fuse`
+/// session and by every io_uring queue.
+pub(crate) struct FlushThread {
+    tx: std::sync::mpsc::Sender<FlushJob>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl FlushThread {
+    /// None when the thread cannot start (said on stderr): flushes are
+    /// then served inline.
+    pub(crate) fn start(name: String, fs: CardFs) -> Option<FlushThread> {
+        let (tx, rx) = std::sync::mpsc::channel::<FlushJob>();
+        let spawned = std::thread::Builder::new().name(name).spawn(move || {
+            for job in rx {
+                job(&fs);
+            }
+        });
+        match spawned {
+            Ok(thread) => Some(FlushThread { tx, thread }),
+            Err(e) => {
+                eprintln!("vsl: no flush thread ({e}): flushes are served inline");
+                None
+            }
+        }
+    }
+
+    /// Hands `job` to the thread; serves it on `fs` here if the thread is
+    /// gone.
+    pub(crate) fn send(&self, job: FlushJob, fs: &CardFs) {
+        if let Err(std::sync::mpsc::SendError(job)) = self.tx.send(job) {
+            job(fs);
+        }
+    }
+
+    /// Waits for the flushes already sent.
+    pub(crate) fn finish(self) {
+        drop(self.tx);
+        let _ = self.thread.join();
     }
 }

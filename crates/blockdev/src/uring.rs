@@ -361,8 +361,8 @@ fn queue_thread(
         wake,
         thread: std::thread::current().id(),
     });
-    // Flushes run on a thread of their own (see [`Flusher`]).
-    let flusher = Flusher::start(qid, fs.clone(), done.clone());
+    // Flushes run on a thread of their own.
+    let flusher = crate::fs::FlushThread::start(format!("fuse-flush-{qid}"), fs.clone());
     let mut wake_buf = 0u64;
     let wake_read = |buf: &mut u64| {
         opcode::Read::new(types::Fd(wake), (buf as *mut u64).cast(), 8)
@@ -535,45 +535,6 @@ fn queue_thread(
     drop(ents);
 }
 
-/// Serves a queue's flushes. A flush syncs the store (an `fdatasync` that
-/// takes hundreds of milliseconds when much is dirty); served on the queue
-/// thread it held up every other request sent from that CPU and every
-/// answer falling due meanwhile (answers up to 1.6 ms late at the 99th
-/// percentile under sysbench writes, `docs/ATTACH_PERF.md`). The engine
-/// groups concurrent flushes into one sync.
-struct Flusher {
-    tx: std::sync::mpsc::Sender<(EntPtr, usize, u64, u64)>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl Flusher {
-    /// None when the thread cannot start: flushes are then served inline.
-    fn start(qid: usize, fs: CardFs, done: Arc<Done>) -> Option<Flusher> {
-        let (tx, rx) = std::sync::mpsc::channel::<(EntPtr, usize, u64, u64)>();
-        let thread = std::thread::Builder::new()
-            .name(format!("fuse-flush-{qid}"))
-            .spawn(move || {
-                for (ent, i, unique, nodeid) in rx {
-                    ent.reply(unique, fs.serve_fsync(nodeid).map(|()| 0));
-                    done.push(i);
-                }
-            })
-            .ok()?;
-        Some(Flusher { tx, thread })
-    }
-
-    fn send(&self, ent: EntPtr, i: usize, unique: u64, nodeid: u64) {
-        // The thread lives as long as the sender.
-        let _ = self.tx.send((ent, i, unique, nodeid));
-    }
-
-    /// Waits for the flushes already sent.
-    fn finish(self) {
-        drop(self.tx);
-        let _ = self.thread.join();
-    }
-}
-
 fn pin_to_cpu(cpu: usize) {
     // SAFETY: a zeroed cpu_set_t is valid; the calls only affect this thread.
     unsafe {
@@ -585,7 +546,13 @@ fn pin_to_cpu(cpu: usize) {
 
 /// Serves one request; its answer (now or later) queues the entry for its
 /// commit.
-fn handle(fs: &CardFs, ent: EntPtr, i: usize, done: &Arc<Done>, flusher: Option<&Flusher>) {
+fn handle(
+    fs: &CardFs,
+    ent: EntPtr,
+    i: usize,
+    done: &Arc<Done>,
+    flusher: Option<&crate::fs::FlushThread>,
+) {
     let received = Instant::now();
     let h = ent.header();
     let opcode = u32_at(h, 4);
@@ -705,10 +672,17 @@ fn handle(fs: &CardFs, ent: EntPtr, i: usize, done: &Arc<Done>, flusher: Option<
                 done.push(i);
             });
         }
-        FSYNC => match flusher {
-            Some(f) => f.send(ent, i, unique, nodeid),
-            None => reply_now(fs.serve_fsync(nodeid).map(|()| 0)),
-        },
+        FSYNC => {
+            let done = done.clone();
+            let job: crate::fs::FlushJob = Box::new(move |fs: &CardFs| {
+                ent.reply(unique, fs.serve_fsync(nodeid).map(|()| 0));
+                done.push(i);
+            });
+            match flusher {
+                Some(f) => f.send(job, fs),
+                None => job(fs),
+            }
+        }
         FALLOCATE => {
             let offset = u64_at(h, OP_IN + 8);
             let length = u64_at(h, OP_IN + 16);
