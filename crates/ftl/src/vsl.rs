@@ -11,9 +11,6 @@ pub use flashback::{content_tag, ReliabilityConfig, ReliabilityStats, REBUILD_SH
 pub use media::{poisson_tail, MediaConfig};
 
 const UNMAPPED: u32 = u32::MAX;
-/// `Vsl::leb_opened` of a unit never opened as the frontier since start
-/// or recovery.
-const NEVER_OPENED: u64 = u64::MAX;
 
 /// How GC picks the erase unit to reclaim.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
@@ -356,20 +353,6 @@ pub struct Vsl {
     /// free list until the group is done, as a full-size unit is unusable
     /// until its last sector has moved.
     gc_group: Vec<u32>,
-    /// When each erase unit was last opened as the log frontier (count of
-    /// opens; `NEVER_OPENED` for units recovered or never written). On a
-    /// scaled card (`gc_stall_lebs` = k > 1) GC picks its victims by
-    /// cohort, the k units opened one after another (one full-size unit's
-    /// bytes, written over the same span of time), so it sees the valid
-    /// counts of full-size units, not the wider spread of small ones.
-    leb_opened: Vec<u64>,
-    opens: u64,
-    /// Scaled card: units of the chosen cohort still to collect (last
-    /// first), the cohort's moves per reclaimed slot, and the GC run at
-    /// which wear levelling next takes a victim.
-    cohort: Vec<u32>,
-    cohort_ratio: f64,
-    next_wear_level: u64,
     /// GC moves and erases for a data store keyed by physical slot; `None`
     /// (the default) costs one branch per GC run and nothing per write.
     media_log: Option<Vec<MediaEvent>>,
@@ -495,15 +478,6 @@ impl Vsl {
             gc_moves_per_ns: cfg.gc_share * move_capacity_per_ns(&cfg),
             gc_budget_at: Nanos::ZERO,
             gc_group: Vec::new(),
-            leb_opened: {
-                let mut v = vec![NEVER_OPENED; lebs];
-                v[0] = 0;
-                v
-            },
-            opens: 1,
-            cohort: Vec::new(),
-            cohort_ratio: 0.0,
-            next_wear_level: 64 * cfg.gc_stall_lebs as u64 - 1,
             media_log: None,
             power_log: None,
             rel: None,
@@ -825,8 +799,6 @@ impl Vsl {
         assert_eq!(self.leb_state[leb as usize], LebState::Free);
         assert_eq!(self.leb_valid[leb as usize], 0);
         self.leb_state[leb as usize] = LebState::Open;
-        self.leb_opened[leb as usize] = self.opens;
-        self.opens += 1;
         self.frontier_leb = leb;
         self.frontier_next = 0;
         if let Some(log) = self.power_log.as_mut() {
@@ -855,21 +827,15 @@ impl Vsl {
     fn select_victim(&mut self) -> u32 {
         let victim = self.best_victim().expect("no closed erase unit to collect");
         assert!(
-            self.leb_valid[victim as usize] < self.spl
-                || (self.cfg.gc_stall_lebs > 1 && self.cohort_ratio.is_finite()),
+            self.leb_valid[victim as usize] < self.spl,
             "GC victim is fully valid: the device has no spare space"
         );
         victim
     }
 
     /// The closed erase unit GC should collect next (the wear-levelling
-    /// victim every 64th run when wear has spread), if any is closed. On a
-    /// scaled card, the next unit of the best cohort
-    /// ([`Vsl::best_cohort_victim`]).
+    /// victim every 64th run when wear has spread), if any is closed.
     fn best_victim(&mut self) -> Option<u32> {
-        if self.cfg.gc_stall_lebs > 1 {
-            return self.best_cohort_victim();
-        }
         // Every 64th full-size erase unit's worth of GC runs.
         let every = 64 * self.cfg.gc_stall_lebs as u64;
         if self.stats.gc_runs % every == every - 1 {
@@ -917,95 +883,6 @@ impl Vsl {
             .min_by_key(|&(i, c)| (c, i))?;
         (max - min > self.cfg.wear_level_spread && self.leb_valid[leb as usize] < self.spl)
             .then_some(leb)
-    }
-
-    /// Scaled card: the next unit of the cohort being collected, or of the
-    /// best closed cohort. A cohort is the `k` units opened one after
-    /// another (`leb_opened / k`), which together hold one full-size
-    /// unit's bytes written over the same time; greedy and cost-benefit
-    /// score it by its members' total, as the full card scores one unit.
-    /// A cohort the frontier still belongs to is not a candidate. Sets
-    /// `cohort_ratio` (moves per reclaimed slot of the whole cohort, or
-    /// NaN when the cohort has no invalid slot).
-    fn best_cohort_victim(&mut self) -> Option<u32> {
-        while let Some(leb) = self.cohort.pop() {
-            if self.leb_state[leb as usize] == LebState::Closed {
-                return Some(leb);
-            }
-        }
-        let k = self.cfg.gc_stall_lebs as u64;
-        if self.stats.gc_runs >= self.next_wear_level {
-            self.next_wear_level = self.stats.gc_runs + 64 * k;
-            if let Some(cold) = self.wear_level_victim() {
-                self.stats.wear_level_runs += 1;
-                let v = self.leb_valid[cold as usize] as f64;
-                self.cohort_ratio = v / (self.spl as f64 - v);
-                return Some(cold);
-            }
-        }
-        let key = |opened: u64, leb: usize| {
-            if opened == NEVER_OPENED {
-                (1u64 << 63) | leb as u64
-            } else {
-                opened / k
-            }
-        };
-        let frontier = key(
-            self.leb_opened[self.frontier_leb as usize],
-            self.frontier_leb as usize,
-        );
-        let mut members: Vec<(u64, u64, u32)> = self
-            .leb_state
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| **s == LebState::Closed)
-            .map(|(leb, _)| {
-                let opened = self.leb_opened[leb];
-                (key(opened, leb), opened, leb as u32)
-            })
-            .filter(|&(g, _, _)| g != frontier)
-            .collect();
-        members.sort_unstable();
-        let now = self.stats.host_sectors_written;
-        let spl = self.spl as f64;
-        let mut best: Option<(usize, usize, f64, f64)> = None;
-        let mut i = 0;
-        while i < members.len() {
-            let g = members[i].0;
-            let j = i + members[i..].iter().take_while(|m| m.0 == g).count();
-            let lebs = &members[i..j];
-            let valid: u64 = lebs
-                .iter()
-                .map(|m| self.leb_valid[m.2 as usize] as u64)
-                .sum();
-            let slots = lebs.len() as f64 * spl;
-            let u = valid as f64 / slots;
-            let score = match self.cfg.gc_policy {
-                GcPolicy::Greedy => -u,
-                GcPolicy::CostBenefit => {
-                    let closed = lebs
-                        .iter()
-                        .map(|m| self.leb_closed_at[m.2 as usize])
-                        .max()
-                        .unwrap_or(0);
-                    let age = (now - closed) as f64 + 1.0;
-                    if valid == 0 {
-                        f64::INFINITY
-                    } else {
-                        (1.0 - u) / (2.0 * u) * age
-                    }
-                }
-            };
-            if best.is_none_or(|(_, _, s, _)| score > s) {
-                best = Some((i, j, score, u));
-            }
-            i = j;
-        }
-        let (i, j, _, u) = best?;
-        self.cohort_ratio = if u < 1.0 { u / (1.0 - u) } else { f64::NAN };
-        // Collected in the order they were written.
-        self.cohort.extend(members[i..j].iter().rev().map(|m| m.2));
-        self.cohort.pop()
     }
 
     /// Reclaims one erase unit: reads its valid sectors, appends them at the
@@ -1207,18 +1084,9 @@ impl Vsl {
             return false;
         };
         let valid = self.leb_valid[leb as usize];
-        let ratio = if self.cfg.gc_stall_lebs > 1 {
-            if self.cohort_ratio.is_nan() {
-                self.cohort.clear();
-                return false;
-            }
-            self.cohort_ratio
-        } else {
-            if valid >= self.spl {
-                return false;
-            }
-            valid as f64 / (self.spl - valid) as f64
-        };
+        if valid >= self.spl {
+            return false;
+        }
         self.stats.gc_runs += 1;
         self.gc_reads.clear();
         self.leb_state[leb as usize] = LebState::Victim;
@@ -1228,7 +1096,7 @@ impl Vsl {
             read_unit: u32::MAX,
             read_done: Nanos::ZERO,
             ahead: 0,
-            ratio,
+            ratio: valid as f64 / (self.spl - valid) as f64,
         });
         true
     }
@@ -1562,9 +1430,6 @@ impl Vsl {
             vsl.nand.restore_erase_counts(counts);
         }
         vsl.leb_valid.iter_mut().for_each(|v| *v = 0);
-        // Recovered units carry no opening order: each is a cohort of its
-        // own; the frontier is the first unit opened.
-        vsl.leb_opened.fill(NEVER_OPENED);
         for i in 0..vsl.l2p.len() {
             let psa = vsl.l2p[i];
             if psa != UNMAPPED {
@@ -1583,7 +1448,6 @@ impl Vsl {
         for leb in 0..vsl.cfg.usable_lebs() {
             if let Some((r, next)) = resume.filter(|r| r.0 == leb) {
                 vsl.leb_state[r as usize] = LebState::Open;
-                vsl.leb_opened[r as usize] = 0;
                 vsl.frontier_leb = r;
                 vsl.frontier_next = next;
             } else if vsl.leb_valid[leb as usize] > 0 {
@@ -1609,7 +1473,6 @@ impl Vsl {
                 )));
             };
             vsl.leb_state[frontier as usize] = LebState::Open;
-            vsl.leb_opened[frontier as usize] = 0;
             vsl.frontier_leb = frontier;
             vsl.frontier_next = 0;
         }
