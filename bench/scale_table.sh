@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Scale invariance (issue 9): the same member (iodrive-duo-640-mlc --member 0,
 # or PRESET), stock and hp formats, at --scale 1, 0.25, 0.05 and 0.02:
-# 4 KiB random writes at 16T/16Q after a fill and a warm-up of about 2.5
-# device capacities (virtual time proportional to the scale), then a
-# WINDOW of virtual time measured. Prints steady-state IOPS, WA and the
+# 4 KiB random writes at 16T/16Q after a fill and a warm-up of about 20
+# rotations of the log (virtual time proportional to the scale: the full
+# card's figures swing with the rotation for many rotations after the
+# fill, scaled cards settle sooner), then a WINDOW of virtual time
+# measured. WARM_STOCK / WARM_HP (full-card seconds) change the warm-up. Prints steady-state IOPS, WA and the
 # latency statistics, and each scaled figure's ratio to the full card's
 # (measured in the same run). Usage: bench/scale_table.sh [PRESET] [SCALES]
 set -euo pipefail
@@ -15,8 +17,8 @@ SCALES=${2:-"1 0.25 0.05 0.02"}
 WINDOW=${WINDOW:-300s}
 out=$(mktemp -d)
 for fmt in stock hp; do
-  # Warm-up: ~2.5 capacities at the format's steady-state write rate.
-  case $fmt in stock) warm=6000 ;; hp) warm=2500 ;; esac
+  # Warm-up: ~20 rotations of the log at the format's steady-state rate.
+  case $fmt in stock) warm=${WARM_STOCK:-15000} ;; hp) warm=${WARM_HP:-12000} ;; esac
   for s in $SCALES; do
     w=$(python3 -c "print(max(60, round($warm * $s)))")
     "$VSL" run --device "$PRESET" --member 0 --format "$fmt" --scale "$s" --precondition \

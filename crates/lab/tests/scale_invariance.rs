@@ -1,8 +1,12 @@
 //! Scale invariance (issue 9): a scaled card predicts the full card's
 //! steady-state 4K random-write IOPS, write amplification and latency
-//! statistics within 5 %, on two presets. Each case runs the full-size
-//! member and a scaled one (fill, a warm-up of about 2.5 device capacities,
+//! statistics within 5 %, on two presets and both formats of the 640 MLC.
+//! Each case runs the full-size member and a scaled one (fill, a warm-up,
 //! a 300 s window), so this is the slowest test of the workspace (minutes).
+//! The full card's figures swing with the log's rotation for many
+//! rotations after the fill (scaled cards settle sooner): a case compares
+//! against a full card that has settled, or the reference is one phase of
+//! the swing (docs/MODEL.md "Scaling").
 
 use device::{Card, CardConfig, Format, MemberSel, Preset};
 use lab::{precondition_fill, run, RunOptions};
@@ -69,9 +73,21 @@ fn check(preset: &str, format: Format, scale: f64, full_warmup_s: f64) {
 }
 
 #[test]
-fn scale_002_predicts_the_full_640_mlc_stock() {
-    // ~2.5 capacities at the stock format's ~31 K steady-state IOPS.
-    check("iodrive-duo-640-mlc", Format::Stock, 0.02, 6000.0);
+fn scale_005_predicts_the_full_640_mlc_stock() {
+    // ~20 rotations of the log at the stock format's ~29 K IOPS, so the
+    // full card has settled (WA 4.41-4.44 per minute; after 6000 s it
+    // still swings between 4.1 and 4.4). Against the settled card, scale
+    // 0.02 is 7 % off (IOPS 1.07, WA 0.93: its small units' valid counts
+    // spread wider, and greedy GC gains from it): bench/RESULTS.md.
+    check("iodrive-duo-640-mlc", Format::Stock, 0.05, 15000.0);
+}
+
+#[test]
+fn scale_005_predicts_the_full_640_mlc_hp() {
+    // ~20 rotations of the log at the hp format's ~64 K IOPS: the full
+    // card's swing has died down (WA 2.26-2.27 per minute after it,
+    // against 2.16-2.46 after 2500 s; bench/RESULTS.md).
+    check("iodrive-duo-640-mlc", Format::Hp, 0.05, 12000.0);
 }
 
 #[test]
