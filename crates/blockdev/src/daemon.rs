@@ -712,8 +712,9 @@ impl Daemon {
                 eprintln!("vsl: {e:#}");
             }
         }
-        // The loop driver lets go of the file asynchronously.
-        for _ in 0..200 {
+        // The loop driver lets go of the file asynchronously, once its
+        // last opener (a udev probe, say) closes it: up to 10 s.
+        for _ in 0..1000 {
             if self.state.devices.iter().all(|d| {
                 loop_backing_file(&d.loop_device)
                     .is_none_or(|f| !f.starts_with(&self.state.mountpoint))

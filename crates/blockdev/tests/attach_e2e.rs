@@ -173,9 +173,18 @@ fn issue4_bad_input_is_one_clear_line() {
 }
 
 /// A loop device is free when sysfs names no backing file for it.
+/// True once `dev` is unbound, waiting up to 10 s: the loop driver
+/// releases a device asynchronously, when its last opener closes it.
 fn loop_free(dev: &str) -> bool {
     let name = dev.trim_start_matches("/dev/");
-    !std::path::Path::new(&format!("/sys/block/{name}/loop/backing_file")).exists()
+    let bound = std::path::PathBuf::from(format!("/sys/block/{name}/loop/backing_file"));
+    for _ in 0..1000 {
+        if !bound.exists() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    false
 }
 
 /// True while `pid` exists and is not a zombie (the daemon's parent, init
