@@ -5,8 +5,8 @@
 # rotations of the log (virtual time proportional to the scale: the full
 # card's figures swing with the rotation for many rotations after the
 # fill, scaled cards settle sooner), then a WINDOW of virtual time
-# measured. WARM_STOCK / WARM_HP (full-card seconds) change the warm-up. Prints steady-state IOPS, WA and the
-# latency statistics, and each scaled figure's ratio to the full card's
+# measured; WARM_STOCK / WARM_HP (full-card seconds) change the warm-up.
+# Prints steady-state IOPS, WA and the latency statistics, and each scaled figure's ratio to the full card's
 # (measured in the same run). Usage: bench/scale_table.sh [PRESET] [SCALES]
 set -euo pipefail
 cd "$(dirname "$0")/.."

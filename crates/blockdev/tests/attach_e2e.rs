@@ -172,9 +172,9 @@ fn issue4_bad_input_is_one_clear_line() {
     assert!(err.contains("needs root"), "{err}");
 }
 
-/// A loop device is free when sysfs names no backing file for it.
-/// True once `dev` is unbound, waiting up to 10 s: the loop driver
-/// releases a device asynchronously, when its last opener closes it.
+/// True once sysfs names no backing file for loop device `dev`, waiting up
+/// to 10 s: the loop driver releases a device asynchronously, when its
+/// last opener closes it.
 fn loop_free(dev: &str) -> bool {
     let name = dev.trim_start_matches("/dev/");
     let bound = std::path::PathBuf::from(format!("/sys/block/{name}/loop/backing_file"));
