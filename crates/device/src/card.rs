@@ -251,14 +251,16 @@ impl CardConfig {
         // Watermarks and stalls count in full-size erase units: a scaled
         // card's `erase_batch` small units hold one full unit's bytes. The
         // GC reserve (the low watermark, where free space sits when pacing
-        // cannot keep up) counts towards the reserved fraction, so a scaled
-        // card keeps the full card's effective spare.
+        // cannot keep up) counts towards the reserved fraction, and so does
+        // the unwritten half of the frontier's cohort (on average (k-1)/2
+        // units more than the full card's half unit), so a scaled card
+        // keeps the full card's effective spare.
         // Below about scale 0.015 (one page per block and fewer units) the
         // groups are capped so the GC pool stays within 1/16 of the units:
         // such cards are for quick looks, their stalls are smaller.
         let k = erase_batch.min((geometry.blocks_per_plane / (16 * GC_BACKGROUND_LEBS)).max(1));
         let reserved_lebs = ((geometry.blocks_per_plane as f64 * RESERVED_FRACTION).round() as u32)
-            .saturating_sub(GC_RESERVE_LEBS * k);
+            .saturating_sub(GC_RESERVE_LEBS * k + (k - 1) / 2);
         let sector = self.sector_bytes as u64;
         let mut cfg = FtlConfig {
             geometry,

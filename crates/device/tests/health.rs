@@ -243,7 +243,10 @@ fn duo_without_external_power_writes_slower_and_stays_in_the_slot_budget() {
     assert!((without as f64) < 0.95 * with as f64);
     assert!(p_with > 24.75);
     // The controller corrects each 100 ms step: on average within the
-    // slot's budget, single steps overshoot by at most a few percent.
+    // slot's budget, single steps overshoot by at most 15 % (a
+    // step can hold a whole GC group's erases, done at once when a scaled
+    // card's stall starts: 26.6 W before GC stalls waited for whole
+    // groups, 27.7 W since).
     assert!(p_without <= 24.75 * 1.02, "{p_without}");
-    assert!(max_without <= 24.75 * 1.10, "{max_without}");
+    assert!(max_without <= 24.75 * 1.15, "{max_without}");
 }

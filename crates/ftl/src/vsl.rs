@@ -328,6 +328,10 @@ pub struct Vsl {
     free: BinaryHeap<Reverse<(u32, u32)>>,
     frontier_leb: u32,
     frontier_next: u32,
+    /// Place of the frontier in its cohort: the `gc_stall_lebs` units
+    /// opened one after another, which on a scaled card hold one full-size
+    /// unit's bytes (always 0 on a full-size card).
+    cohort_pos: u32,
     open_unit_ready: Nanos,
     open_unit_host_slots: u32,
     buffer: VecDeque<(Nanos, u32)>,
@@ -463,6 +467,7 @@ impl Vsl {
             free,
             frontier_leb: 0,
             frontier_next: 0,
+            cohort_pos: 0,
             open_unit_ready: Nanos::ZERO,
             open_unit_host_slots: 0,
             buffer: VecDeque::with_capacity((buffer_cap / spu as u64) as usize + 2),
@@ -801,19 +806,21 @@ impl Vsl {
         self.leb_state[leb as usize] = LebState::Open;
         self.frontier_leb = leb;
         self.frontier_next = 0;
+        self.cohort_pos = (self.cohort_pos + 1) % self.cfg.gc_stall_lebs;
         if let Some(log) = self.power_log.as_mut() {
             log.push(PowerEvent::Opened { leb });
         }
-        // A stall starts once free units are down to `reserve - stall` and
-        // lasts until one more than that is free again, the new frontier
-        // counted as `stall` units: on a full-size card (stall 1) this is
+        // A stall starts when a cohort opens with the free pool
+        // (`pool_free`) down to `reserve - stall` units and lasts until the
+        // reserve is free again: on a full-size card (stall 1) this is
         // "keep the reserve free"; on a card whose erase units are shrunk
-        // by `stall`, it reclaims what one full-size unit would.
+        // by `stall`, it reclaims what one full-size unit would (one GC
+        // group, released whole).
         let reserve = self.cfg.gc_reserve_lebs as usize;
         let stall = self.cfg.gc_stall_lebs as usize;
-        if host && self.free.len() <= reserve - stall {
+        if host && self.cohort_pos == 0 && self.pool_free() <= reserve - stall {
             let mut rounds = 0;
-            while self.free.len() + stall - 1 < reserve {
+            while self.pool_free() < reserve {
                 rounds += 1;
                 assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
                 match self.cfg.gc_mode {
@@ -821,6 +828,26 @@ impl Vsl {
                     GcMode::Paced => self.finish_victim(t),
                 }
             }
+        }
+    }
+
+    /// Free units GC's watermarks and stalls count: the free list less
+    /// the units the frontier's cohort has still to open. A full-size
+    /// card takes a whole erase unit when its log opens one; a scaled
+    /// card's cohort of `k` small units is one full-size unit's bytes, so
+    /// it counts as taken when its first unit opens (without this the
+    /// free pool sat about one full-size unit lower than the full card's).
+    fn pool_free(&self) -> usize {
+        let unopened = self.cfg.gc_stall_lebs - 1 - self.cohort_pos;
+        self.free.len().saturating_sub(unopened as usize)
+    }
+
+    /// [`Vsl::pool_free`] once the frontier has moved to the next unit.
+    fn pool_free_after_open(&self) -> usize {
+        if self.cohort_pos + 1 == self.cfg.gc_stall_lebs {
+            self.free.len().saturating_sub(self.cfg.gc_stall_lebs as usize)
+        } else {
+            self.pool_free()
         }
     }
 
@@ -1068,7 +1095,7 @@ impl Vsl {
             // is left to the host write that then runs foreground GC.
             let full = self.frontier_next == self.spl;
             let stall_at = (self.cfg.gc_reserve_lebs - self.cfg.gc_stall_lebs) as usize;
-            if full && self.free.len() <= stall_at + 1 {
+            if full && (self.free.is_empty() || self.pool_free_after_open() <= stall_at) {
                 break;
             }
             if self.victim.is_none() && !self.start_victim() {
@@ -1126,7 +1153,17 @@ impl Vsl {
         let base = v.leb * self.spl;
         let Some(psa) = self.next_valid(base + v.next, base + self.spl) else {
             assert_eq!(self.leb_valid[v.leb as usize], 0, "victim still holds data");
-            let done = self.nand.erase_leb(t, v.leb);
+            // A group is released whole, and so that the pool stays a whole
+            // number of cohorts: the first group after the pool has moved
+            // off a multiple of `k` (the usable units are not a whole number
+            // of cohorts; a spare brought in, a unit retired) is short. The
+            // group's last erase is the one charged a block erase's time,
+            // as the full card erases when its victim is done.
+            let k = self.cfg.gc_stall_lebs as usize;
+            let group = self.gc_group.len() + 1;
+            let release = (self.pool_free() + group) % k == 0 || group >= k;
+            let charge = release && self.cfg.gc_stall_lebs == self.cfg.erase_batch;
+            let done = self.nand.erase_leb_in_batch(t, v.leb, charge);
             if self.rel.is_some() {
                 self.rel_erased(v.leb);
             }
@@ -1139,7 +1176,7 @@ impl Vsl {
             self.leb_state[v.leb as usize] = LebState::Free;
             self.victim = None;
             self.gc_group.push(v.leb);
-            if self.gc_group.len() >= self.cfg.gc_stall_lebs as usize {
+            if release {
                 self.release_gc_group();
             }
             return;

@@ -345,9 +345,17 @@ impl NandArray {
     /// Erases erase unit `leb` (one block on every die): every bank is busy
     /// for tBERS. Returns when the last bank finishes.
     pub fn erase_leb(&mut self, ready: Nanos, leb: u32) -> Nanos {
+        self.erase_leb_in_batch(ready, leb, false)
+    }
+
+    /// [`NandArray::erase_leb`], charging the block erase now if
+    /// `batch_done` (the caller's batch of small erases makes one full
+    /// block: a scaled card's GC group) even if fewer than the erase batch
+    /// have gone uncharged, so the erase falls where a full card's would.
+    pub fn erase_leb_in_batch(&mut self, ready: Nanos, leb: u32, batch_done: bool) -> Nanos {
         let mut done = ready;
         self.erases_uncharged += 1;
-        if self.erases_uncharged >= self.erase_batch {
+        if batch_done || self.erases_uncharged >= self.erase_batch {
             self.erases_uncharged = 0;
             let track = self.read_policy.priority;
             for b in &mut self.banks {
