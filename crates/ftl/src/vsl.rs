@@ -838,17 +838,20 @@ impl Vsl {
     /// it counts as taken when its first unit opens (without this the
     /// free pool sat about one full-size unit lower than the full card's).
     fn pool_free(&self) -> usize {
-        let unopened = self.cfg.gc_stall_lebs - 1 - self.cohort_pos;
-        self.free.len().saturating_sub(unopened as usize)
+        self.free
+            .len()
+            .saturating_sub(self.unopened(self.cohort_pos))
     }
 
     /// [`Vsl::pool_free`] once the frontier has moved to the next unit.
     fn pool_free_after_open(&self) -> usize {
-        if self.cohort_pos + 1 == self.cfg.gc_stall_lebs {
-            self.free.len().saturating_sub(self.cfg.gc_stall_lebs as usize)
-        } else {
-            self.pool_free()
-        }
+        let next = (self.cohort_pos + 1) % self.cfg.gc_stall_lebs;
+        self.free.len().saturating_sub(1 + self.unopened(next))
+    }
+
+    /// Units of the cohort still to open with the frontier at `pos` in it.
+    fn unopened(&self, pos: u32) -> usize {
+        (self.cfg.gc_stall_lebs - 1 - pos) as usize
     }
 
     fn select_victim(&mut self) -> u32 {
@@ -1095,7 +1098,7 @@ impl Vsl {
             // is left to the host write that then runs foreground GC.
             let full = self.frontier_next == self.spl;
             let stall_at = (self.cfg.gc_reserve_lebs - self.cfg.gc_stall_lebs) as usize;
-            if full && (self.free.is_empty() || self.pool_free_after_open() <= stall_at) {
+            if full && self.pool_free_after_open() <= stall_at {
                 break;
             }
             if self.victim.is_none() && !self.start_victim() {
