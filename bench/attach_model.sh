@@ -4,7 +4,8 @@
 #  1. `vsl attach` of the ioDrive 160 GB SLC (`--scale 0.1`, timing model),
 #     ext4 on its loop device, sysbench fileio (16 KiB, O_DIRECT, 8 GiB of
 #     files, sysbench's default fsync every 100 requests) rndrd and rndwr at
-#     1, 4 and 16 threads (no fsyncs: FSYNC_FREQ, default 0);
+#     1, 4 and 16 threads (no fsyncs: FSYNC_FREQ, default 0), the card
+#     first written whole sequentially as `vsl run --precondition` does;
 #  2. `vsl run` of the same card and pattern in virtual time (16 KiB random,
 #     N threads x QD 1 over 8 GiB, preconditioned);
 #  3. the disk's own sequential write speed with fdatasync (dd), the bound
@@ -16,6 +17,8 @@
 # per I/O, its lateness, flush latency).
 # Needs root, /dev/fuse, loop devices, sysbench, mkfs.ext4.
 # RUNTIME (s) per sysbench point, default 15; SIZE of the files, default 8G;
+# THREADS, default "1 4 16"; MODES, default "rndrd rndwr"; ATTACH_OPTS, extra
+# `vsl attach` options (e.g. "--prefault off", "--fuse-uring off");
 # STORE_PARENT, default /var/tmp (must be on the disk under test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -77,6 +80,12 @@ echo "$none_line"
 dev=$("$BIN" attach --store "$work/store" "${CARD[@]}" "${EXTRA[@]}" --timing model | cut -f1)
 transport=$(python3 -c 'import json,glob,sys; print(json.load(open(glob.glob(sys.argv[1]+"/*/state.json")[0])).get("fuse_transport","?"))' "$OPENVSL_RUN_DIR")
 echo "FUSE transport: $transport"
+# Preconditioned as the model is (`vsl run --precondition`: the whole card
+# written once, 1 MiB sequential at QD 32), so that both start from the same
+# GC state: on a card partly written the attached writes would meet more
+# free space than the model's and run faster than it.
+fio --name=precondition --filename="$dev" --rw=write --bs=1m --direct=1 --ioengine=libaio \
+  --iodepth=32 --output-format=terse >/dev/null
 mkfs.ext4 -q -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "$dev"
 mkdir -p "$work/fs"
 mount "$dev" "$work/fs"
@@ -119,11 +128,14 @@ f=lambda k: m.get(k) or {}
 print("    daemon: service p50 %.1f us p99 %.1f us | late p50 %.1f us p99 %.1f us | flushes %d, flush p50 %.2f ms p99 %.2f ms" % (
   f("service_latency").get("p50_us",0), f("service_latency").get("p99_us",0),
   f("emulator_late").get("p50_us",0), f("emulator_late").get("p99_us",0),
-  m["flushes"], f("flush_latency").get("p50_us",0)/1e3, f("flush_latency").get("p99_us",0)/1e3))' "$1"
+  m["flushes"], f("flush_latency").get("p50_us",0)/1e3, f("flush_latency").get("p99_us",0)/1e3))
+p=m.get("prefault") or {}
+print("    prefault: on %s, units prepared %d, used %d, taken back %d, claims waited %d; erases %d" % (
+  p.get("on"), p.get("prepared",0), p.get("used",0), p.get("taken_back",0), p.get("waited",0), m["erases"]))' "$1"
 }
 
 results=()
-for mode in rndrd rndwr; do
+for mode in ${MODES:-rndrd rndwr}; do
   rw=randread; [ $mode = rndwr ] && rw=randwrite
   for t in $THREADS; do
     attach_mount

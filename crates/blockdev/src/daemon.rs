@@ -147,6 +147,9 @@ pub struct DaemonConfig {
     /// Probe the kernel path at attach and answer that much before the
     /// model's completion ([`crate::wakeup::probe`]).
     pub probe_path: bool,
+    /// Make erased units' store pages ready before the log reuses them
+    /// (`--prefault`, [`crate::warm`]).
+    pub prefault: bool,
 }
 
 /// `--fuse-uring`.
@@ -460,6 +463,9 @@ pub struct Daemon {
     listener: UnixListener,
     idle: crate::wakeup::IdlePoll,
     queues: Option<crate::uring::Queues>,
+    /// The warm threads ([`crate::warm`]) and their stop flag.
+    warmers: Vec<std::thread::JoinHandle<()>>,
+    warm_stop: Arc<AtomicBool>,
     _store: Store,
 }
 
@@ -552,8 +558,20 @@ impl Daemon {
             listener,
             idle,
             queues: None,
+            warmers: Vec::new(),
+            warm_stop: Arc::new(AtomicBool::new(false)),
             _store: store,
         };
+        if cfg.prefault {
+            for e in &d.engines {
+                e.warm.switch_on();
+                let (e, stop) = (e.clone(), d.warm_stop.clone());
+                let h = std::thread::Builder::new()
+                    .name(format!("vsl-warm{}", e.member))
+                    .spawn(move || e.warm_loop(&stop))?;
+                d.warmers.push(h);
+            }
+        }
         if want_uring {
             // Once negotiated, the kernel holds every request until the
             // queues are registered: a failure here cannot fall back to
@@ -722,6 +740,10 @@ impl Daemon {
                 break;
             }
             std::thread::sleep(Duration::from_millis(10));
+        }
+        self.warm_stop.store(true, Ordering::SeqCst);
+        for h in self.warmers.drain(..) {
+            let _ = h.join();
         }
         for e in &self.engines {
             save_counters(e);

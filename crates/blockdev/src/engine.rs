@@ -257,6 +257,8 @@ pub struct Engine {
     /// completion (instead of the host cost).
     path: std::sync::OnceLock<crate::wakeup::PathCost>,
     attached: Instant,
+    /// Erased units made ready for reuse off the I/O path ([`crate::warm`]).
+    pub warm: crate::warm::Warm,
 }
 
 /// When an I/O may complete.
@@ -433,6 +435,7 @@ impl Engine {
             life_base,
             saving: Mutex::new(()),
             attached: Instant::now(),
+            warm: crate::warm::Warm::new(lebs),
         })
     }
 
@@ -514,6 +517,7 @@ impl Engine {
         for leb in self.units(run.from, n) {
             self.settle(leb);
         }
+        self.claim(run.to, n);
         self.store.copy_data(run.from, run.to, n)?;
         self.store.write_oob(run.to, &run.records)?;
         self.changed();
@@ -529,6 +533,16 @@ impl Engine {
         self.store.erase(leb)?;
         self.changed();
         Ok(())
+    }
+
+    /// Claims the erase units of slots `psa..psa + n` before anything is
+    /// stored into them (under the lock): the warm thread leaves them be.
+    fn claim(&self, psa: u32, n: u32) {
+        if n > 0 {
+            for leb in self.units(psa, n) {
+                self.warm.claim(leb as u32);
+            }
+        }
     }
 
     /// Stores what the model did to the media since the last call: GC
@@ -556,6 +570,7 @@ impl Engine {
                         // This write's own sector, moved before we stored it.
                         self.copy_run(&mut moves)?;
                         let at = (l - start) as usize * sector;
+                        self.claim(to, 1);
                         self.store.write_data(to, &data[at..at + sector])?;
                         self.store.write_oob(to, &[(lba, seq)])?;
                         self.changed();
@@ -648,6 +663,7 @@ impl Engine {
             for r in self.runs(vsl, offset / sector, data.len() as u64 / sector) {
                 let len = r.records.len() * sector as usize;
                 debug_assert!(r.records.iter().all(|rec| entry.seqs().contains(&rec.1)));
+                self.claim(r.psa, r.records.len() as u32);
                 self.store.write_data(r.psa, &data[r.at..r.at + len])?;
                 self.store.write_oob(r.psa, &r.records)?;
             }
@@ -683,6 +699,7 @@ impl Engine {
         let runs = self.runs(&inner.card.members[0].vsl, start, count);
         let mut pinned: Vec<usize> = Vec::with_capacity(2);
         for r in &runs {
+            self.claim(r.psa, r.records.len() as u32);
             for leb in self.units(r.psa, r.records.len() as u32) {
                 pin(&self.pins, leb, &mut pinned);
             }
@@ -788,6 +805,102 @@ impl Engine {
     pub fn flush(&self) -> Result<(), EngineError> {
         self.counters.flushes.fetch_add(1, Relaxed);
         self.flushes.run(|| Ok(self.store.sync()?))
+    }
+
+    /// The warm thread ([`crate::warm`]) until `stop`: marks the free
+    /// units the log opens next (about 64 MiB ahead) that are not ready,
+    /// syncs the store once for them, then zeroes each unit's data range
+    /// and reads it into the page cache, in chunks, giving the unit up at
+    /// once to a writer that wants it. Stops for good if the store's
+    /// filesystem cannot zero a range or the kernel cannot populate.
+    pub fn warm_loop(&self, stop: &std::sync::atomic::AtomicBool) {
+        const CHUNK: u64 = 256 * 1024;
+        let unit = self.store.unit_bytes().max(1);
+        let ahead = ((64u64 << 20) / unit).clamp(2, 64) as usize;
+        let mut batch: Vec<u32> = Vec::new();
+        let mut idle = Duration::from_millis(5);
+        let mut said_error = false;
+        let member = self.member;
+        let mut error = |what: String| {
+            if !said_error {
+                eprintln!(
+                    "vsl: ioMemory device {member}: {what} (units are left as they are; said once)"
+                );
+                said_error = true;
+            }
+        };
+        let off = |why: &str| {
+            self.warm.switch_off();
+            eprintln!("vsl: ioMemory device {member}: {why}; the units the log opens next are not made ready ahead");
+        };
+        while !stop.load(Ordering::SeqCst) && self.warm.is_on() {
+            batch.clear();
+            {
+                let g = self.lock();
+                for leb in g.card.members[0].vsl.next_free_lebs(ahead) {
+                    if self.warm.mark(leb) {
+                        batch.push(leb);
+                    }
+                }
+            }
+            if batch.is_empty() {
+                // Nothing new ahead: look again later, less often while
+                // the log stands still (an idle card costs next to no CPU).
+                std::thread::sleep(idle);
+                idle = (idle * 2).min(Duration::from_millis(100));
+                continue;
+            }
+            idle = Duration::from_millis(5);
+            if let Err(e) = self.flushes.run(|| Ok(self.store.sync()?)) {
+                error(format!("syncing the store before zeroing free units: {e}"));
+                self.warm.unmark(&batch);
+                std::thread::sleep(Duration::from_secs(1));
+                continue;
+            }
+            for &leb in &batch {
+                if stop.load(Ordering::SeqCst) || !self.warm.is_on() || !self.warm.begin(leb) {
+                    self.warm.unmark(&[leb]);
+                    continue;
+                }
+                match self.store.zero_unit(leb) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        self.warm.end(leb, false);
+                        off("the store's filesystem cannot zero a range");
+                        continue;
+                    }
+                    Err(e) => {
+                        self.warm.end(leb, false);
+                        error(format!("zeroing free unit {leb}: {e}"));
+                        continue;
+                    }
+                }
+                let mut at = 0;
+                let mut whole = true;
+                while at < unit {
+                    if self.warm.wanted(leb) || stop.load(Ordering::SeqCst) {
+                        whole = false;
+                        break;
+                    }
+                    match self.store.populate(leb, at, CHUNK.min(unit - at)) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            whole = false;
+                            off("this kernel cannot populate a mapping (MADV_POPULATE_READ)");
+                            break;
+                        }
+                        Err(e) => {
+                            whole = false;
+                            error(format!("reading free unit {leb} in: {e}"));
+                            break;
+                        }
+                    }
+                    at += CHUNK;
+                }
+                self.warm.end(leb, whole);
+            }
+        }
+        self.warm.unmark(&batch);
     }
 
     /// Counts a change now in the store (a flush after it syncs).
@@ -916,6 +1029,72 @@ mod tests {
                 buf[0]
             })
             .collect()
+    }
+
+    /// The warm thread zeroes and reads in the units the log opens next
+    /// while two writers overwrite sectors at random through GC: every
+    /// sector reads back its last write, before and after a recovery, and
+    /// writes did go into prepared units. On the disk (/var/tmp): tmpfs
+    /// cannot zero a range.
+    #[test]
+    fn prepared_units_lose_no_write() {
+        let dir = PathBuf::from("/var/tmp").join(format!("openvsl-warm-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let seed = 0x3A2Du64;
+        let (store, e) = open_store(&dir);
+        let e = Arc::new(e);
+        let sectors = e.capacity_bytes() / e.sector;
+        e.warm.switch_on();
+        let stop = Arc::new(AtomicBool::new(false));
+        let warm = {
+            let (e, stop) = (e.clone(), stop.clone());
+            std::thread::spawn(move || e.warm_loop(&stop))
+        };
+        let writers: Vec<_> = (0..2u64)
+            .map(|w| {
+                let e = e.clone();
+                std::thread::spawn(move || {
+                    let mut prng = sim::Prng::from_seed(seed + w);
+                    let mut last = std::collections::HashMap::new();
+                    for i in 0..2 * sectors {
+                        // Writer w owns the sectors of its parity.
+                        let lba = prng.below(sectors / 2) * 2 + w;
+                        let tag = (i % 250 + 1) as u8;
+                        e.write(lba * e.sector, &vec![tag; e.sector as usize])
+                            .unwrap();
+                        last.insert(lba, tag);
+                    }
+                    last
+                })
+            })
+            .collect();
+        let mut last = std::collections::HashMap::new();
+        for h in writers {
+            last.extend(h.join().unwrap());
+        }
+        stop.store(true, Ordering::SeqCst);
+        warm.join().unwrap();
+        assert!(e.model_stats().1.gc_runs > 0, "seed {seed:#x}: no GC ran");
+        let c = &e.warm.counters;
+        assert!(
+            c.used.load(Relaxed) > 0,
+            "seed {seed:#x}: no write went into a prepared unit ({c:?})"
+        );
+        let mut lbas: Vec<u64> = last.keys().copied().collect();
+        lbas.sort_unstable();
+        let want: Vec<u8> = lbas.iter().map(|l| last[l]).collect();
+        assert_eq!(firsts(&e, &lbas), want, "seed {seed:#x}: a write was lost");
+        e.flush().unwrap();
+        drop(e);
+        drop(store);
+        let (_store, e) = open_store(&dir);
+        assert_eq!(
+            firsts(&e, &lbas),
+            want,
+            "seed {seed:#x}: lost after recovery"
+        );
+        drop(e);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Issue 11: an atomic write the daemon died in before its commit is

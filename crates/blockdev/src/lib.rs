@@ -39,3 +39,4 @@ pub mod store;
 pub mod timer;
 pub mod uring;
 pub mod wakeup;
+pub mod warm;

@@ -103,6 +103,21 @@ pub struct MemberStatus {
     pub service_latency: Percentiles,
     #[serde(default)]
     pub flush_latency: Percentiles,
+    /// The log's next units made ready ahead (`--prefault`): prepared,
+    /// used by a write while ready, taken back by a writer before the
+    /// thread reached them, and claims that waited for the thread.
+    #[serde(default)]
+    pub prefault: Prefault,
+}
+
+/// [`MemberStatus::prefault`].
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Prefault {
+    pub on: bool,
+    pub prepared: u64,
+    pub used: u64,
+    pub taken_back: u64,
+    pub waited: u64,
 }
 
 /// What `status` returns.
@@ -263,6 +278,13 @@ impl Sampler {
                     health: Some(e.health()),
                     service_latency: sv,
                     flush_latency: fl,
+                    prefault: Prefault {
+                        on: e.warm.is_on(),
+                        prepared: e.warm.counters.prepared.load(Relaxed),
+                        used: e.warm.counters.used.load(Relaxed),
+                        taken_back: e.warm.counters.taken_back.load(Relaxed),
+                        waited: e.warm.counters.waited.load(Relaxed),
+                    },
                 }
             })
             .collect();

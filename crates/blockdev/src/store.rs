@@ -578,6 +578,69 @@ impl MemberStore {
         Ok(())
     }
 
+    /// Bytes of data of one erase unit.
+    pub fn unit_bytes(&self) -> u64 {
+        self.spl * self.sector
+    }
+
+    /// Turns erase unit `leb`'s data into unwritten extents: still
+    /// allocated, read as zeros with no disk I/O, its cached pages dropped.
+    /// Only for an erased unit whose erase (and the GC copies before it)
+    /// a sync has made durable, with no writer in it ([`crate::warm`]).
+    /// `Ok(false)`: the filesystem cannot (tmpfs, whose pages are never
+    /// reclaimed to disk anyway).
+    pub fn zero_unit(&self, leb: u32) -> Result<bool, StoreError> {
+        let len = self.unit_bytes();
+        let at = leb as u64 * len;
+        // SAFETY: fallocate on a valid, owned descriptor.
+        let rc = unsafe {
+            libc::fallocate(
+                self.data.as_raw_fd(),
+                libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE,
+                at as libc::off_t,
+                len as libc::off_t,
+            )
+        };
+        if rc == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EOPNOTSUPP | libc::ENOSYS) => Ok(false),
+            _ => Err(self.err(e)),
+        }
+    }
+
+    /// Reads bytes `from..from + len` of erase unit `leb`'s data into the
+    /// page cache (`MADV_POPULATE_READ`, whole pages). `Ok(false)`: the
+    /// kernel cannot (before Linux 5.14).
+    pub fn populate(&self, leb: u32, from: u64, len: u64) -> Result<bool, StoreError> {
+        const PAGE: u64 = 4096;
+        let base = leb as u64 * self.unit_bytes();
+        let start = (base + from) / PAGE * PAGE;
+        let end = ((base + from + len).div_ceil(PAGE) * PAGE).min(self.data_map.len() as u64);
+        if end <= start {
+            return Ok(true);
+        }
+        // SAFETY: a page-aligned range inside the live read-only mapping;
+        // populating only faults pages in.
+        let rc = unsafe {
+            libc::madvise(
+                self.data_map.as_ptr().add(start as usize) as *mut libc::c_void,
+                (end - start) as usize,
+                libc::MADV_POPULATE_READ,
+            )
+        };
+        if rc == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINVAL) => Ok(false),
+            _ => Err(self.err(e)),
+        }
+    }
+
     /// Records that sectors `start..start+count` were trimmed when the
     /// device had written `floor` host sectors: older records of them are
     /// dead.
@@ -1012,6 +1075,38 @@ mod tests {
         let d = std::env::temp_dir().join(format!("openvsl-store-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         d
+    }
+
+    #[test]
+    fn zeroing_a_unit_reads_it_as_zeros_and_leaves_the_others() {
+        // On the disk's filesystem (/var/tmp), not tmpfs, which cannot
+        // zero a range.
+        let dir =
+            PathBuf::from("/var/tmp").join(format!("openvsl-store-zero-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let s = Store::open(&dir, &header(32)).unwrap();
+        let m = &s.members[0];
+        assert_eq!(m.unit_bytes(), 16 * 4096);
+        m.write_data(0, &[1u8; 64 * 4096]).unwrap();
+        let supported = m.zero_unit(2).unwrap();
+        assert!(supported, "ext4 under /var/tmp zeroes ranges");
+        assert!(m.populate(2, 0, m.unit_bytes()).unwrap());
+        let mut buf = vec![9u8; 16 * 4096];
+        m.read_data(32, &mut buf).unwrap();
+        assert!(
+            buf.iter().all(|&b| b == 0),
+            "the zeroed unit reads back data"
+        );
+        for leb in [1u32, 3] {
+            m.read_data(leb * 16, &mut buf).unwrap();
+            assert!(buf.iter().all(|&b| b == 1), "unit {leb} lost its data");
+        }
+        // Still allocated: the file's blocks cover it.
+        let meta = std::fs::metadata(dir.join("member0.data")).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        assert!(meta.blocks() * 512 >= 64 * 4096, "zeroing freed blocks");
+        drop(s);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1307,6 +1307,18 @@ impl Vsl {
     }
 
     /// True when erase unit `leb` is on the free list (erased, unused).
+    /// The next `k` free erase units in the order the log opens them
+    /// (least erased first), for a store that prepares them ahead.
+    pub fn next_free_lebs(&self, k: usize) -> Vec<u32> {
+        let mut v: Vec<(u32, u32)> = self.free.iter().map(|r| r.0).collect();
+        if k < v.len() {
+            v.select_nth_unstable(k);
+            v.truncate(k);
+        }
+        v.sort_unstable();
+        v.into_iter().map(|(_, leb)| leb).collect()
+    }
+
     pub fn is_free_leb(&self, leb: u32) -> bool {
         self.leb_state[leb as usize] == LebState::Free
     }

@@ -245,3 +245,53 @@ fn issue_10_retired_unit_is_replaced_by_a_spare() {
     assert_eq!(vsl.replace_leb(victim), None, "no reserved unit left");
     assert!(vsl.in_service(victim));
 }
+
+/// `next_free_lebs` names the units in the order the log opens them: on a
+/// fresh card exactly, and later whenever no erase came first in a write.
+#[test]
+fn next_free_lebs_predicts_the_units_the_log_opens() {
+    use ftl::PowerEvent;
+    let seed = 0x0FE4;
+    for cfg in [
+        small_config(64, 0.2, 4096),
+        paced(small_config(64, 0.2, 4096), 1),
+    ] {
+        let user = cfg.user_sectors;
+        let mut vsl = Vsl::new(cfg).unwrap();
+        vsl.enable_power_log();
+        let mut log = Vec::new();
+        let mut prng = Prng::from_seed(seed);
+        let mut t = Nanos::ZERO;
+        let mut checked = 0;
+        for i in 0..6 * user {
+            let ahead = vsl.next_free_lebs(3);
+            let lba = if i < user { i } else { prng.below(user) };
+            t = vsl.write(t, lba, 1).unwrap();
+            log.clear();
+            vsl.drain_power_log(&mut log);
+            let mut opened = Vec::new();
+            for e in &log {
+                match e {
+                    PowerEvent::Opened { leb } => opened.push(*leb),
+                    PowerEvent::Erased { .. } if opened.is_empty() => break,
+                    _ => {}
+                }
+            }
+            if let Some(&first) = opened.first() {
+                assert_eq!(
+                    first, ahead[0],
+                    "seed {seed:#x}, write {i}: opened {opened:?}, predicted {ahead:?}"
+                );
+                if i < user {
+                    assert_eq!(
+                        opened[..],
+                        ahead[..opened.len()],
+                        "seed {seed:#x}, fill write {i}"
+                    );
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 100, "only {checked} opens checked");
+    }
+}
