@@ -5,9 +5,10 @@
 #     ext4 on its loop device, sysbench fileio (16 KiB, O_DIRECT, 8 GiB of
 #     files, sysbench's default fsync every 100 requests) rndrd and rndwr at
 #     1, 4 and 16 threads (no fsyncs: FSYNC_FREQ, default 0), the card
-#     first written whole sequentially as `vsl run --precondition` does;
+#     first written whole sequentially as `vsl run --precondition` does,
+#     the write points in steady state (WRITE_WARMUP);
 #  2. `vsl run` of the same card and pattern in virtual time (16 KiB random,
-#     N threads x QD 1 over 8 GiB, preconditioned);
+#     N threads x QD 1 over 8 GiB, preconditioned; writes after a warm-up);
 #  3. the disk's own sequential write speed with fdatasync (dd), the bound
 #     on any store that makes flushed writes durable on it;
 #  4. --timing none: fio 4 KiB random read / write, 4 jobs x QD 32, on the
@@ -17,7 +18,8 @@
 # per I/O, its lateness, flush latency).
 # Needs root, /dev/fuse, loop devices, sysbench, mkfs.ext4.
 # RUNTIME (s) per sysbench point, default 15; SIZE of the files, default 8G;
-# THREADS, default "1 4 16"; MODES, default "rndrd rndwr"; ATTACH_OPTS, extra
+# THREADS, default "1 4 16"; MODES, default "rndrd rndwr"; WRITE_WARMUP (s),
+# default 120 (see runmodel); ATTACH_OPTS, extra
 # `vsl attach` options (e.g. "--prefault off", "--fuse-uring off");
 # STORE_PARENT, default /var/tmp (must be on the disk under test).
 set -euo pipefail
@@ -113,10 +115,18 @@ w=float(re.search(r"written, MiB/s:\s+([0-9.]+)", t).group(1))
 p=float(re.search(r"95th percentile:\s+([0-9.]+)", t).group(1))
 print(r+w, p)'
 }
+# Random writes are compared in steady state on both sides: the attached
+# card first takes WRITE_WARMUP seconds (default 120) of sysbench rndwr at 16
+# threads, unmeasured, and each model write point runs as long a warm-up in
+# virtual time after its fill. (Without it the model's point starts from a
+# fresh fill while the attached card carries every earlier point's writes.)
+WRITE_WARMUP=${WRITE_WARMUP:-120}
 # vsl run RW THREADS -> MiB/s
 runmodel() {
+  local warm=()
+  [ "$1" = randwrite ] && warm=(--warmup "${WRITE_WARMUP}s")
   "$VSL" run "${CARD[@]}" --rw "$1" --bs 16k --threads "$2" --qd 1 --size "$SIZE" \
-    --precondition --duration 10s --json "$work/model.json" >/dev/null 2>&1
+    --precondition "${warm[@]}" --duration 10s --json "$work/model.json" >/dev/null 2>&1
   python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]; print(s["iops"]*16384/2**20)' "$work/model.json"
 }
 status_json() { "$BIN" status --json; }
@@ -137,6 +147,10 @@ print("    prefault: on %s, units prepared %d, used %d, taken back %d, claims wa
 results=()
 for mode in ${MODES:-rndrd rndwr}; do
   rw=randread; [ $mode = rndwr ] && rw=randwrite
+  if [ $mode = rndwr ] && [ "$WRITE_WARMUP" -gt 0 ]; then
+    attach_mount
+    (cd "$work/fs" && "${SB[@]}" --file-test-mode=rndwr --threads=16 --time="$WRITE_WARMUP" run >/dev/null)
+  fi
   for t in $THREADS; do
     attach_mount
     read -r mbs p95 <<<"$(runsb $mode "$t")"

@@ -808,10 +808,10 @@ impl Engine {
     }
 
     /// The warm thread ([`crate::warm`]) until `stop`: marks the free
-    /// units the log opens next (about 64 MiB ahead) that are not ready,
-    /// syncs the store once for them, then zeroes each unit's data range
-    /// and reads it into the page cache, in chunks, giving the unit up at
-    /// once to a writer that wants it. Stops for good if the store's
+    /// units the log opens next (about 64 MiB ahead) that are not ready;
+    /// if any of their pages are not in the page cache, syncs the store
+    /// once for them, then zeroes those pages' ranges and reads them in,
+    /// in chunks, giving a unit up at once to a writer that wants it. Stops for good if the store's
     /// filesystem cannot zero a range or the kernel cannot populate.
     pub fn warm_loop(&self, stop: &std::sync::atomic::AtomicBool) {
         const CHUNK: u64 = 256 * 1024;
@@ -851,51 +851,68 @@ impl Engine {
                 continue;
             }
             idle = Duration::from_millis(5);
-            if let Err(e) = self.flushes.run(|| Ok(self.store.sync()?)) {
-                error(format!("syncing the store before zeroing free units: {e}"));
-                self.warm.unmark(&batch);
-                std::thread::sleep(Duration::from_secs(1));
-                continue;
-            }
+            // The pages not in the page cache: those alone are zeroed and
+            // read in (pages still cached are written over in place).
+            let mut plan: Vec<(u32, Vec<(u64, u64)>)> = Vec::with_capacity(batch.len());
             for &leb in &batch {
+                match self.store.uncached_runs(leb) {
+                    Ok(runs) => plan.push((leb, runs)),
+                    Err(e) => {
+                        error(format!("checking free unit {leb}'s pages: {e}"));
+                        self.warm.unmark(&[leb]);
+                    }
+                }
+            }
+            if plan.iter().any(|(_, runs)| !runs.is_empty()) {
+                if let Err(e) = self.flushes.run(|| Ok(self.store.sync()?)) {
+                    error(format!("syncing the store before zeroing free units: {e}"));
+                    self.warm.unmark(&batch);
+                    std::thread::sleep(Duration::from_secs(1));
+                    continue;
+                }
+            }
+            for (leb, runs) in plan {
                 if stop.load(Ordering::SeqCst) || !self.warm.is_on() || !self.warm.begin(leb) {
                     self.warm.unmark(&[leb]);
                     continue;
                 }
-                match self.store.zero_unit(leb) {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        self.warm.end(leb, false);
-                        off("the store's filesystem cannot zero a range");
-                        continue;
-                    }
-                    Err(e) => {
-                        self.warm.end(leb, false);
-                        error(format!("zeroing free unit {leb}: {e}"));
-                        continue;
-                    }
-                }
-                let mut at = 0;
                 let mut whole = true;
-                while at < unit {
-                    if self.warm.wanted(leb) || stop.load(Ordering::SeqCst) {
-                        whole = false;
-                        break;
-                    }
-                    match self.store.populate(leb, at, CHUNK.min(unit - at)) {
+                'runs: for (from, len) in runs {
+                    match self.store.zero_range(leb, from, len) {
                         Ok(true) => {}
                         Ok(false) => {
                             whole = false;
-                            off("this kernel cannot populate a mapping (MADV_POPULATE_READ)");
-                            break;
+                            off("the store's filesystem cannot zero a range");
+                            break 'runs;
                         }
                         Err(e) => {
                             whole = false;
-                            error(format!("reading free unit {leb} in: {e}"));
-                            break;
+                            error(format!("zeroing free unit {leb}: {e}"));
+                            break 'runs;
                         }
                     }
-                    at += CHUNK;
+                    let mut at = from;
+                    while at < from + len {
+                        if self.warm.wanted(leb) || stop.load(Ordering::SeqCst) {
+                            whole = false;
+                            break 'runs;
+                        }
+                        let n = CHUNK.min(from + len - at);
+                        match self.store.populate(leb, at, n) {
+                            Ok(true) => {}
+                            Ok(false) => {
+                                whole = false;
+                                off("this kernel cannot populate a mapping (MADV_POPULATE_READ)");
+                                break 'runs;
+                            }
+                            Err(e) => {
+                                whole = false;
+                                error(format!("reading free unit {leb} in: {e}"));
+                                break 'runs;
+                            }
+                        }
+                        at += n;
+                    }
                 }
                 self.warm.end(leb, whole);
             }

@@ -583,15 +583,56 @@ impl MemberStore {
         self.spl * self.sector
     }
 
-    /// Turns erase unit `leb`'s data into unwritten extents: still
-    /// allocated, read as zeros with no disk I/O, its cached pages dropped.
-    /// Only for an erased unit whose erase (and the GC copies before it)
-    /// a sync has made durable, with no writer in it ([`crate::warm`]).
-    /// `Ok(false)`: the filesystem cannot (tmpfs, whose pages are never
-    /// reclaimed to disk anyway).
-    pub fn zero_unit(&self, leb: u32) -> Result<bool, StoreError> {
-        let len = self.unit_bytes();
-        let at = leb as u64 * len;
+    /// The runs of erase unit `leb`'s data pages that are not in the page
+    /// cache, as `(from, len)` bytes within the unit.
+    pub fn uncached_runs(&self, leb: u32) -> Result<Vec<(u64, u64)>, StoreError> {
+        const PAGE: u64 = 4096;
+        let unit = self.unit_bytes();
+        let base = leb as u64 * unit;
+        // The unit in whole pages (a unit is a whole number of pages unless
+        // sectors are 512 B and a unit holds fewer than 8 of them).
+        let start = base / PAGE * PAGE;
+        let end = ((base + unit).div_ceil(PAGE) * PAGE).min(self.data_map.len() as u64);
+        if end <= start {
+            return Ok(Vec::new());
+        }
+        let pages = ((end - start) / PAGE) as usize;
+        let mut vec = vec![0u8; pages];
+        // SAFETY: a page-aligned range inside the live mapping; mincore
+        // writes one byte per page into `vec`, which has that many.
+        let rc = unsafe {
+            libc::mincore(
+                self.data_map.as_ptr().add(start as usize) as *mut libc::c_void,
+                (end - start) as usize,
+                vec.as_mut_ptr(),
+            )
+        };
+        if rc != 0 {
+            return Err(self.err(std::io::Error::last_os_error()));
+        }
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        for (i, &b) in vec.iter().enumerate() {
+            if b & 1 != 0 {
+                continue;
+            }
+            let from = (start + i as u64 * PAGE).max(base) - base;
+            let to = (start + (i as u64 + 1) * PAGE).min(base + unit) - base;
+            match runs.last_mut() {
+                Some(last) if last.0 + last.1 == from => last.1 += to - from,
+                _ => runs.push((from, to - from)),
+            }
+        }
+        Ok(runs)
+    }
+
+    /// Turns bytes `from..from + len` of erase unit `leb`'s data into
+    /// unwritten extents: still allocated, read as zeros with no disk I/O,
+    /// their cached pages dropped. Only for a free unit whose erase (and
+    /// the GC copies before it) a sync has made durable, with no writer in
+    /// it ([`crate::warm`]). `Ok(false)`: the filesystem cannot (tmpfs,
+    /// whose pages are never reclaimed to disk anyway).
+    pub fn zero_range(&self, leb: u32, from: u64, len: u64) -> Result<bool, StoreError> {
+        let at = leb as u64 * self.unit_bytes() + from;
         // SAFETY: fallocate on a valid, owned descriptor.
         let rc = unsafe {
             libc::fallocate(
@@ -1078,7 +1119,7 @@ mod tests {
     }
 
     #[test]
-    fn zeroing_a_unit_reads_it_as_zeros_and_leaves_the_others() {
+    fn zeroing_a_unit_reads_it_as_zeros_and_leaves_the_others_and_populate_caches_it() {
         // On the disk's filesystem (/var/tmp), not tmpfs, which cannot
         // zero a range.
         let dir =
@@ -1088,9 +1129,16 @@ mod tests {
         let m = &s.members[0];
         assert_eq!(m.unit_bytes(), 16 * 4096);
         m.write_data(0, &[1u8; 64 * 4096]).unwrap();
-        let supported = m.zero_unit(2).unwrap();
+        let supported = m.zero_range(2, 0, m.unit_bytes()).unwrap();
         assert!(supported, "ext4 under /var/tmp zeroes ranges");
+        // Written pages are cached.
+        assert_eq!(m.uncached_runs(1).unwrap(), vec![]);
         assert!(m.populate(2, 0, m.unit_bytes()).unwrap());
+        assert_eq!(
+            m.uncached_runs(2).unwrap(),
+            vec![],
+            "populate left pages out"
+        );
         let mut buf = vec![9u8; 16 * 4096];
         m.read_data(32, &mut buf).unwrap();
         assert!(

@@ -12,10 +12,12 @@
 //! and marks the ones not ready (under the device lock, where writers
 //! claim units). Then it syncs the store once (the erases of those units
 //! and the GC copies before them durable: the data they held is safe where
-//! it was moved), turns each unit's range of the data file into unwritten
-//! extents (`FALLOC_FL_ZERO_RANGE`: still allocated, read as zeros with no
-//! disk I/O) and reads it into the page cache (`MADV_POPULATE_READ`). The
-//! log's writes then copy into pages that exist. A unit stays ready for
+//! it was moved), turns the ranges of the units' pages that are not in the
+//! page cache (`mincore`) into unwritten extents (`FALLOC_FL_ZERO_RANGE`:
+//! still allocated, read as zeros with no disk I/O) and reads them in
+//! (`MADV_POPULATE_READ`); pages still cached (a GC victim's, just read)
+//! are left to be written over in place. The log's writes then copy into
+//! pages that exist. A unit stays ready for
 //! [`STALE`] (the machine may reclaim idle pages after that; it is then
 //! read in again).
 //!
