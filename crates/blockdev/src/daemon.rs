@@ -147,7 +147,7 @@ pub struct DaemonConfig {
     /// Probe the kernel path at attach and answer that much before the
     /// model's completion ([`crate::wakeup::probe`]).
     pub probe_path: bool,
-    /// Make erased units' store pages ready before the log reuses them
+    /// Make the store pages of the units the log opens next ready ahead
     /// (`--prefault`, [`crate::warm`]).
     pub prefault: bool,
 }
@@ -562,16 +562,6 @@ impl Daemon {
             warm_stop: Arc::new(AtomicBool::new(false)),
             _store: store,
         };
-        if cfg.prefault {
-            for e in &d.engines {
-                e.warm.switch_on();
-                let (e, stop) = (e.clone(), d.warm_stop.clone());
-                let h = std::thread::Builder::new()
-                    .name(format!("vsl-warm{}", e.member))
-                    .spawn(move || e.warm_loop(&stop))?;
-                d.warmers.push(h);
-            }
-        }
         if want_uring {
             // Once negotiated, the kernel holds every request until the
             // queues are registered: a failure here cannot fall back to
@@ -631,6 +621,17 @@ impl Daemon {
         d.state = state;
         let text = serde_json::to_string_pretty(&d.state)?;
         std::fs::write(dir.join("state.json"), text + "\n")?;
+        // Started last, once everything else is up.
+        if cfg.prefault {
+            for e in &d.engines {
+                e.warm.switch_on();
+                let (e, stop) = (e.clone(), d.warm_stop.clone());
+                let h = std::thread::Builder::new()
+                    .name(format!("vsl-warm{}", e.member))
+                    .spawn(move || e.warm_loop(&stop))?;
+                d.warmers.push(h);
+            }
+        }
         Ok(d)
     }
 

@@ -168,6 +168,14 @@ impl Counters {
     }
 }
 
+/// Why the warm thread could not prepare a unit.
+enum Prep {
+    /// It cannot on this store or kernel: it stops for good.
+    Off(&'static str),
+    /// This unit failed (said once in daemon.log).
+    Failed(String),
+}
+
 struct Inner {
     card: Card,
     events: Vec<MediaEvent>,
@@ -257,7 +265,8 @@ pub struct Engine {
     /// completion (instead of the host cost).
     path: std::sync::OnceLock<crate::wakeup::PathCost>,
     attached: Instant,
-    /// Erased units made ready for reuse off the I/O path ([`crate::warm`]).
+    /// The units the log opens next, made ready off the I/O path
+    /// ([`crate::warm`]).
     pub warm: crate::warm::Warm,
 }
 
@@ -811,10 +820,10 @@ impl Engine {
     /// units the log opens next (about 64 MiB ahead) that are not ready;
     /// if any of their pages are not in the page cache, syncs the store
     /// once for them, then zeroes those pages' ranges and reads them in,
-    /// in chunks, giving a unit up at once to a writer that wants it. Stops for good if the store's
-    /// filesystem cannot zero a range or the kernel cannot populate.
+    /// in chunks, giving a unit up at once to a writer that wants it.
+    /// Stops for good if the store's filesystem cannot zero a range or the
+    /// kernel cannot populate.
     pub fn warm_loop(&self, stop: &std::sync::atomic::AtomicBool) {
-        const CHUNK: u64 = 256 * 1024;
         let unit = self.store.unit_bytes().max(1);
         let ahead = ((64u64 << 20) / unit).clamp(2, 64) as usize;
         let mut batch: Vec<u32> = Vec::new();
@@ -876,48 +885,59 @@ impl Engine {
                     self.warm.unmark(&[leb]);
                     continue;
                 }
-                let mut whole = true;
-                'runs: for (from, len) in runs {
-                    match self.store.zero_range(leb, from, len) {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            whole = false;
-                            off("the store's filesystem cannot zero a range");
-                            break 'runs;
-                        }
-                        Err(e) => {
-                            whole = false;
-                            error(format!("zeroing free unit {leb}: {e}"));
-                            break 'runs;
-                        }
+                let whole = match self.prepare_unit(leb, &runs, stop) {
+                    Ok(whole) => whole,
+                    Err(Prep::Off(why)) => {
+                        off(why);
+                        false
                     }
-                    let mut at = from;
-                    while at < from + len {
-                        if self.warm.wanted(leb) || stop.load(Ordering::SeqCst) {
-                            whole = false;
-                            break 'runs;
-                        }
-                        let n = CHUNK.min(from + len - at);
-                        match self.store.populate(leb, at, n) {
-                            Ok(true) => {}
-                            Ok(false) => {
-                                whole = false;
-                                off("this kernel cannot populate a mapping (MADV_POPULATE_READ)");
-                                break 'runs;
-                            }
-                            Err(e) => {
-                                whole = false;
-                                error(format!("reading free unit {leb} in: {e}"));
-                                break 'runs;
-                            }
-                        }
-                        at += n;
+                    Err(Prep::Failed(what)) => {
+                        error(what);
+                        false
                     }
-                }
+                };
                 self.warm.end(leb, whole);
             }
         }
         self.warm.unmark(&batch);
+    }
+
+    /// Zeroes and reads in `runs` (bytes within the unit) of free unit
+    /// `leb`, which the warm thread has begun: true if done whole, false
+    /// if a writer wanted the unit or `stop` came first.
+    fn prepare_unit(
+        &self,
+        leb: u32,
+        runs: &[(u64, u64)],
+        stop: &std::sync::atomic::AtomicBool,
+    ) -> Result<bool, Prep> {
+        const CHUNK: u64 = 256 * 1024;
+        let done = |r: Result<bool, StoreError>, off: &'static str, what: &str| match r {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Prep::Off(off)),
+            Err(e) => Err(Prep::Failed(format!("{what} free unit {leb}: {e}"))),
+        };
+        for &(from, len) in runs {
+            done(
+                self.store.zero_range(leb, from, len),
+                "the store's filesystem cannot zero a range",
+                "zeroing",
+            )?;
+            let mut at = from;
+            while at < from + len {
+                if self.warm.wanted(leb) || stop.load(Ordering::SeqCst) {
+                    return Ok(false);
+                }
+                let n = CHUNK.min(from + len - at);
+                done(
+                    self.store.populate(leb, at, n),
+                    "this kernel cannot populate a mapping (MADV_POPULATE_READ)",
+                    "reading in",
+                )?;
+                at += n;
+            }
+        }
+        Ok(true)
     }
 
     /// Counts a change now in the store (a flush after it syncs).

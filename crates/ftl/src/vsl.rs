@@ -1306,7 +1306,6 @@ impl Vsl {
         self.p2l.len() as u64
     }
 
-    /// True when erase unit `leb` is on the free list (erased, unused).
     /// The next `k` free erase units in the order the log opens them
     /// (least erased first), for a store that prepares them ahead.
     pub fn next_free_lebs(&self, k: usize) -> Vec<u32> {
@@ -1319,6 +1318,7 @@ impl Vsl {
         v.into_iter().map(|(_, leb)| leb).collect()
     }
 
+    /// True when erase unit `leb` is on the free list (erased, unused).
     pub fn is_free_leb(&self, leb: u32) -> bool {
         self.leb_state[leb as usize] == LebState::Free
     }
