@@ -258,11 +258,7 @@ pub fn set_reliability(
         "basic" => false,
         o => bail!("--flashback: '{o}' (expected adaptive or basic)"),
     };
-    c.reliability.media_errors = match media_errors {
-        "on" => true,
-        "off" => false,
-        o => bail!("--media-errors: '{o}' (expected on or off)"),
-    };
+    c.reliability.media_errors = on_off("--media-errors", media_errors)?;
     Ok(())
 }
 
@@ -336,6 +332,15 @@ fn print_attached(st: &AttachState) {
     }
 }
 
+/// An `on` / `off` option's value.
+fn on_off(flag: &str, value: &str) -> Result<bool> {
+    match value {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        o => bail!("{flag}: '{o}' (expected on or off)"),
+    }
+}
+
 /// `vsl attach`. Must be called while the process is single-threaded
 /// (it forks the daemon), i.e. straight from `main`.
 pub fn run_attach(a: AttachArgs) -> Result<()> {
@@ -344,11 +349,7 @@ pub fn run_attach(a: AttachArgs) -> Result<()> {
     }
     let store = a.store.clone().expect("clap requires --store");
     let timing = timing(&a.timing)?;
-    let idle_poll = match a.idle_poll.as_str() {
-        "on" => true,
-        "off" => false,
-        o => bail!("--idle-poll: '{o}' (expected on or off)"),
-    };
+    let idle_poll = on_off("--idle-poll", a.idle_poll.as_str())?;
     let fuse_uring = match a.fuse_uring.as_str() {
         "auto" => crate::daemon::UringMode::Auto,
         "on" => crate::daemon::UringMode::On,
@@ -360,11 +361,7 @@ pub fn run_attach(a: AttachArgs) -> Result<()> {
         "host" => false,
         o => bail!("--path-cost: '{o}' (expected probe or host)"),
     };
-    let prefault = match a.prefault.as_str() {
-        "on" => true,
-        "off" => false,
-        o => bail!("--prefault: '{o}' (expected on or off)"),
-    };
+    let prefault = on_off("--prefault", a.prefault.as_str())?;
     // Bad failure options are refused before anything needs root.
     {
         let spec = match (
