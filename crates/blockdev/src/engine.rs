@@ -249,6 +249,11 @@ pub struct Engine {
     pins: Vec<AtomicU32>,
     /// Per erase unit: host reads reading from it outside the lock.
     read_pins: Vec<AtomicU32>,
+    /// Per erase unit: [`SyncGate::changes`] just after the unit's latest
+    /// erase in the store (1 for units not erased since attach). The warm
+    /// thread syncs before zeroing a unit only if a sync has not yet
+    /// covered that erase.
+    erased_at: Vec<AtomicU64>,
     pub member: u32,
     pub counters: Counters,
     /// Lifetime counters saved in the store at attach.
@@ -313,6 +318,11 @@ struct SyncGate {
 }
 
 impl SyncGate {
+    /// [`SyncGate::changes`] that a successful sync has covered.
+    fn clean(&self) -> u64 {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).clean
+    }
+
     /// Returns once a run of `sync` that started after this call began
     /// has finished (running it here if none is running), with its result.
     fn run(&self, sync: impl FnOnce() -> Result<(), EngineError>) -> Result<(), EngineError> {
@@ -424,7 +434,13 @@ impl Engine {
             host_read: Duration::from_nanos(preset.host_read_ns),
             host_write: Duration::from_nanos(preset.host_write_ns),
             path: std::sync::OnceLock::new(),
-            flushes: SyncGate::default(),
+            // Change 1 is what the store held at attach (this session's
+            // erases of units found free, and whatever the page cache
+            // kept from the daemon before): the first sync covers it.
+            flushes: SyncGate {
+                changes: AtomicU64::new(1),
+                ..Default::default()
+            },
             sector: card.sector_bytes() as u64,
             capacity: card.capacity_bytes(),
             inner: Mutex::new(Inner {
@@ -439,6 +455,7 @@ impl Engine {
             slots_per_leb,
             pins: (0..lebs).map(|_| AtomicU32::new(0)).collect(),
             read_pins: (0..lebs).map(|_| AtomicU32::new(0)).collect(),
+            erased_at: (0..lebs).map(|_| AtomicU64::new(1)).collect(),
             member,
             counters: Counters::default(),
             life_base,
@@ -540,7 +557,8 @@ impl Engine {
         self.settle(leb as usize);
         wait_unpinned(&self.read_pins[leb as usize]);
         self.store.erase(leb)?;
-        self.changed();
+        let at = self.flushes.changes.fetch_add(1, Ordering::SeqCst) + 1;
+        self.erased_at[leb as usize].store(at, Ordering::SeqCst);
         Ok(())
     }
 
@@ -819,14 +837,17 @@ impl Engine {
     /// The warm thread ([`crate::warm`]) until `stop`: marks the free
     /// units the log opens next (about 64 MiB ahead) that are not ready;
     /// if any of their pages are not in the page cache, syncs the store
-    /// once for them, then zeroes those pages' ranges and reads them in,
-    /// in chunks, giving a unit up at once to a writer that wants it.
-    /// Stops for good if the store's filesystem cannot zero a range or the
-    /// kernel cannot populate.
+    /// once for them (unless a sync already covers their erases), then
+    /// zeroes those pages' ranges and reads them in as single pages, in
+    /// 64 KiB chunks, giving a unit up at once to a writer that wants it.
+    /// Stops for good if the store's filesystem cannot zero a range.
     pub fn warm_loop(&self, stop: &std::sync::atomic::AtomicBool) {
         let unit = self.store.unit_bytes().max(1);
         let ahead = ((64u64 << 20) / unit).clamp(2, 64) as usize;
         let mut batch: Vec<u32> = Vec::new();
+        // The read-in buffer, kept: a fresh one per chunk would be fresh
+        // pages, the very cost the thread takes off the writers.
+        let mut scratch: Vec<u8> = Vec::new();
         let mut idle = Duration::from_millis(5);
         let mut said_error = false;
         let member = self.member;
@@ -872,7 +893,11 @@ impl Engine {
                     }
                 }
             }
-            if plan.iter().any(|(_, runs)| !runs.is_empty()) {
+            if self.zeroing_needs_sync(
+                plan.iter()
+                    .filter(|(_, runs)| !runs.is_empty())
+                    .map(|&(leb, _)| leb),
+            ) {
                 if let Err(e) = self.flushes.run(|| Ok(self.store.sync()?)) {
                     error(format!("syncing the store before zeroing free units: {e}"));
                     self.warm.unmark(&batch);
@@ -885,7 +910,7 @@ impl Engine {
                     self.warm.unmark(&[leb]);
                     continue;
                 }
-                let whole = match self.prepare_unit(leb, &runs, stop) {
+                let whole = match self.prepare_unit(leb, &runs, stop, &mut scratch) {
                     Ok(whole) => whole,
                     Err(Prep::Off(why)) => {
                         off(why);
@@ -902,6 +927,17 @@ impl Engine {
         self.warm.unmark(&batch);
     }
 
+    /// Whether the store must be synced before any of `lebs` (free units)
+    /// is zeroed. A zeroing is durable in the filesystem's journal within
+    /// seconds, so the GC copies out of the unit and its erase must be on
+    /// disk first: a sync that began after the erase covers them. Units
+    /// not erased since attach wait only for the first sync (what the page
+    /// cache held at attach, this session's erases of units found free).
+    fn zeroing_needs_sync(&self, mut lebs: impl Iterator<Item = u32>) -> bool {
+        let covered = self.flushes.clean();
+        lebs.any(|leb| self.erased_at[leb as usize].load(Ordering::SeqCst) > covered)
+    }
+
     /// Zeroes and reads in `runs` (bytes within the unit) of free unit
     /// `leb`, which the warm thread has begun: true if done whole, false
     /// if a writer wanted the unit or `stop` came first.
@@ -910,8 +946,9 @@ impl Engine {
         leb: u32,
         runs: &[(u64, u64)],
         stop: &std::sync::atomic::AtomicBool,
+        scratch: &mut Vec<u8>,
     ) -> Result<bool, Prep> {
-        const CHUNK: u64 = 256 * 1024;
+        const CHUNK: u64 = 64 * 1024;
         let done = |r: Result<bool, StoreError>, off: &'static str, what: &str| match r {
             Ok(true) => Ok(()),
             Ok(false) => Err(Prep::Off(off)),
@@ -929,11 +966,9 @@ impl Engine {
                     return Ok(false);
                 }
                 let n = CHUNK.min(from + len - at);
-                done(
-                    self.store.populate(leb, at, n),
-                    "this kernel cannot populate a mapping (MADV_POPULATE_READ)",
-                    "reading in",
-                )?;
+                self.store
+                    .populate(leb, at, n, scratch)
+                    .map_err(|e| Prep::Failed(format!("reading in free unit {leb}: {e}")))?;
                 at += n;
             }
         }
@@ -1335,6 +1370,27 @@ mod tests {
         let mut got = vec![0u8; sector];
         e.store.read_data(to, &mut got).unwrap();
         assert!(got.iter().all(|&b| b == 0xBB), "the copy took the old data");
+    }
+
+    #[test]
+    fn zeroing_waits_for_a_sync_after_the_units_erase() {
+        let r = rig("zsync");
+        let e = &r.engine;
+        let sync = || e.flushes.run(|| Ok(e.store.sync()?)).unwrap();
+        assert!(
+            e.zeroing_needs_sync([3u32].into_iter()),
+            "no sync yet since attach"
+        );
+        sync();
+        assert!(!e.zeroing_needs_sync([3u32, 4].into_iter()));
+        e.erase_unit(4).unwrap();
+        assert!(!e.zeroing_needs_sync([3u32].into_iter()));
+        assert!(
+            e.zeroing_needs_sync([3u32, 4].into_iter()),
+            "unit 4's erase is not synced"
+        );
+        sync();
+        assert!(!e.zeroing_needs_sync([3u32, 4].into_iter()));
     }
 
     #[test]

@@ -10,12 +10,14 @@
 //! So a thread per device looks ahead: every few milliseconds it asks the
 //! model for the next free units the log will open (least erased first)
 //! and marks the ones not ready (under the device lock, where writers
-//! claim units). Then it syncs the store once (the erases of those units
-//! and the GC copies before them durable: the data they held is safe where
-//! it was moved), turns the ranges of the units' pages that are not in the
-//! page cache (`mincore`) into unwritten extents (`FALLOC_FL_ZERO_RANGE`:
-//! still allocated, read as zeros with no disk I/O) and reads them in
-//! (`MADV_POPULATE_READ`); pages still cached (a GC victim's, just read)
+//! claim units). Then, unless a sync already covers those units' erases,
+//! it syncs the store once (the erases and the GC copies before them
+//! durable: the data they held is safe where it was moved), turns the
+//! ranges of the units' pages that are not in the page cache (`mincore`)
+//! into unwritten extents (`FALLOC_FL_ZERO_RANGE`: still allocated, read
+//! as zeros with no disk I/O) and reads them in without readahead, as
+//! single-page folios (a 4 KiB write into a clean large folio costs ext4
+//! five times as much); pages still cached (a GC victim's, just read)
 //! are left to be written over in place. The log's writes then copy into
 //! pages that exist. A unit stays ready for
 //! [`STALE`] (the machine may reclaim idle pages after that; it is then
