@@ -755,11 +755,19 @@ impl Engine {
         len: u64,
         out: &mut Vec<u8>,
     ) -> Result<Completion, EngineError> {
+        out.clear();
+        out.resize(len as usize, 0);
+        self.read_into(offset, out)
+    }
+
+    /// Reads `out.len()` bytes at `offset` into `out` (a FUSE ring entry's
+    /// payload: no buffer between): the mapped sectors from the store,
+    /// the unmapped ones as zeros.
+    pub fn read_into(&self, offset: u64, out: &mut [u8]) -> Result<Completion, EngineError> {
+        let len = out.len() as u64;
         let mut g = self.lock();
         let inner = &mut *g;
         let done = self.submit(inner, IoKind::Read, offset, len)?;
-        out.clear();
-        out.resize(len as usize, 0);
         let vsl = &inner.card.members[0].vsl;
         let start = offset / self.sector;
         let count = len / self.sector;
@@ -785,6 +793,12 @@ impl Engine {
             i += n;
         }
         drop(g);
+        // Zeros between the runs (and after the last).
+        let mut at = 0;
+        for &(_, from, n) in runs.iter().chain(std::iter::once(&(0, out.len(), 0))) {
+            out[at..from].fill(0);
+            at = from + n;
+        }
         let read = runs
             .iter()
             .try_for_each(|&(psa, at, len)| self.store.read_data(psa, &mut out[at..at + len]));
@@ -1370,6 +1384,25 @@ mod tests {
         let mut got = vec![0u8; sector];
         e.store.read_data(to, &mut got).unwrap();
         assert!(got.iter().all(|&b| b == 0xBB), "the copy took the old data");
+    }
+
+    #[test]
+    fn read_into_zeroes_the_unwritten_sectors_of_a_dirty_buffer() {
+        let r = rig("readinto");
+        let e = &r.engine;
+        let s = e.sector as usize;
+        e.write(s as u64, &vec![0xAB; s]).unwrap();
+        e.write(3 * s as u64, &vec![0xCD; s]).unwrap();
+        let mut out = vec![0xFFu8; 5 * s];
+        e.read_into(0, &mut out).unwrap();
+        let want: Vec<u8> = [0u8, 0xAB, 0, 0xCD, 0]
+            .iter()
+            .flat_map(|&b| std::iter::repeat_n(b, s))
+            .collect();
+        assert!(
+            out == want,
+            "sectors read back wrong (unwritten ones must be zeros)"
+        );
     }
 
     #[test]

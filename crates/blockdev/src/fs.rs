@@ -53,8 +53,6 @@ pub const MAX_WRITE: u32 = 1 << 20;
 /// The `.probe` file ([`crate::wakeup`]): answers at once, touches no
 /// model; a loop device over it measures the kernel path at attach.
 const PROBE_INO: u64 = 1 << 40;
-/// What a probe read returns.
-static ZEROS: [u8; 1 << 20] = [0; 1 << 20];
 const TTL: Duration = Duration::from_secs(3600);
 
 /// File name of member `m`'s device file.
@@ -160,36 +158,40 @@ impl CardFs {
         entries
     }
 
-    /// Serves a read; `answer` gets the data at the model's time (or its
-    /// error), on this thread or the timer's.
-    pub fn serve_read(
+    /// Serves a read of up to `size` bytes into `buf` (no more than it
+    /// holds); `answer` gets `buf` back and the bytes read at the model's
+    /// time (or the error), on this thread or the timer's. Over io_uring
+    /// `buf` is the ring entry's payload, so the data is read straight
+    /// into what the kernel copies out.
+    pub fn serve_read<B: AsMut<[u8]> + Send + 'static>(
         &self,
         ino: u64,
         offset: u64,
         size: u32,
         received: Instant,
-        answer: impl FnOnce(Result<&[u8], Errno>) + Send + 'static,
+        mut buf: B,
+        answer: impl FnOnce(B, Result<usize, Errno>) + Send + 'static,
     ) {
+        let room = (size as u64).min(buf.as_mut().len() as u64);
         if ino == PROBE_INO {
             wait_until(received + crate::wakeup::PROBE_DELAY);
-            let len = (size as u64).min(crate::wakeup::PROBE_BYTES.saturating_sub(offset));
-            return answer(Ok(&ZEROS[..(len as usize).min(ZEROS.len())]));
+            let len = room.min(crate::wakeup::PROBE_BYTES.saturating_sub(offset)) as usize;
+            buf.as_mut()[..len].fill(0);
+            return answer(buf, Ok(len));
         }
         let Some(e) = self.engine(INodeNo(ino)).cloned() else {
-            return answer(Err(Errno::ENOENT));
+            return answer(buf, Err(Errno::ENOENT));
         };
         self.busy.fetch_add(1, Ordering::AcqRel);
         let cap = e.capacity_bytes();
         if offset >= cap {
             self.busy.fetch_sub(1, Ordering::AcqRel);
-            return answer(Ok(&[]));
+            return answer(buf, Ok(0));
         }
-        let len = (size as u64).min(cap - offset);
-        let mut buf = Vec::new();
-        let result = e.read(offset, len, &mut buf);
-        self.complete(e, result, false, received, move |r| match r {
-            Ok(()) => answer(Ok(&buf)),
-            Err(code) => answer(Err(code)),
+        let len = room.min(cap - offset) as usize;
+        let result = e.read_into(offset, &mut buf.as_mut()[..len]);
+        self.complete(e, result, false, received, move |r| {
+            answer(buf, r.map(|()| len))
         });
     }
 
@@ -460,8 +462,9 @@ impl Filesystem for CardFs {
         reply: ReplyData,
     ) {
         let received = Instant::now();
-        self.serve_read(ino.0, offset, size, received, move |r| match r {
-            Ok(data) => reply.data(data),
+        let buf = vec![0u8; size as usize];
+        self.serve_read(ino.0, offset, size, received, buf, move |buf, r| match r {
+            Ok(n) => reply.data(&buf[..n]),
             Err(code) => reply.error(code),
         });
     }

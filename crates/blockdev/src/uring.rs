@@ -109,6 +109,13 @@ struct EntPtr {
 // hands it to exactly one answer, which hands it back by index.
 unsafe impl Send for EntPtr {}
 
+/// The payload, which a read fills directly.
+impl AsMut<[u8]> for EntPtr {
+    fn as_mut(&mut self) -> &mut [u8] {
+        self.payload()
+    }
+}
+
 // The views are mutable through a shared pointer by design: one party owns
 // the entry at a time (see the Send impl), and the kernel is not that party
 // while they are used.
@@ -647,12 +654,7 @@ fn handle(
             let offset = u64_at(h, OP_IN + 8);
             let size = u32_at(h, OP_IN + 16);
             let done = done.clone();
-            fs.serve_read(nodeid, offset, size, received, move |r| {
-                let r = r.map(|data| {
-                    let n = data.len().min(ent.payload_len);
-                    ent.payload()[..n].copy_from_slice(&data[..n]);
-                    n
-                });
+            fs.serve_read(nodeid, offset, size, received, ent, move |ent, r| {
                 ent.reply(unique, r);
                 done.push(i);
             });
