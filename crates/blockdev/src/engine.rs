@@ -170,7 +170,7 @@ impl Counters {
 
 /// Why the warm thread could not prepare a unit.
 enum Prep {
-    /// It cannot on this store or kernel: it stops for good.
+    /// It cannot on this store's filesystem: it stops for good.
     Off(&'static str),
     /// This unit failed (said once in daemon.log).
     Failed(String),
@@ -557,7 +557,7 @@ impl Engine {
         self.settle(leb as usize);
         wait_unpinned(&self.read_pins[leb as usize]);
         self.store.erase(leb)?;
-        let at = self.flushes.changes.fetch_add(1, Ordering::SeqCst) + 1;
+        let at = self.changed();
         self.erased_at[leb as usize].store(at, Ordering::SeqCst);
         Ok(())
     }
@@ -963,17 +963,12 @@ impl Engine {
         scratch: &mut Vec<u8>,
     ) -> Result<bool, Prep> {
         const CHUNK: u64 = 64 * 1024;
-        let done = |r: Result<bool, StoreError>, off: &'static str, what: &str| match r {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(Prep::Off(off)),
-            Err(e) => Err(Prep::Failed(format!("{what} free unit {leb}: {e}"))),
-        };
         for &(from, len) in runs {
-            done(
-                self.store.zero_range(leb, from, len),
-                "the store's filesystem cannot zero a range",
-                "zeroing",
-            )?;
+            match self.store.zero_range(leb, from, len) {
+                Ok(true) => {}
+                Ok(false) => return Err(Prep::Off("the store's filesystem cannot zero a range")),
+                Err(e) => return Err(Prep::Failed(format!("zeroing free unit {leb}: {e}"))),
+            }
             let mut at = from;
             while at < from + len {
                 if self.warm.wanted(leb) || stop.load(Ordering::SeqCst) {
@@ -989,9 +984,10 @@ impl Engine {
         Ok(true)
     }
 
-    /// Counts a change now in the store (a flush after it syncs).
-    fn changed(&self) {
-        self.flushes.changes.fetch_add(1, Ordering::SeqCst);
+    /// Counts a change now in the store (a flush after it syncs); returns
+    /// the count with it.
+    fn changed(&self) -> u64 {
+        self.flushes.changes.fetch_add(1, Ordering::SeqCst) + 1
     }
 
     /// Saves the erase counts and the lifetime counters to the store (the
