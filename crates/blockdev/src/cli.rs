@@ -78,6 +78,12 @@ pub struct AttachArgs {
     /// daemon's .probe file) or host (the model's host software cost).
     #[arg(long, default_value = "probe")]
     pub path_cost: String,
+    /// Trim the reads' lead while they flow so that the loop device's mean
+    /// read latency (its /sys/block statistics) matches the model's: on or
+    /// off. The probe sees the path with one I/O in flight; under
+    /// concurrency it takes longer.
+    #[arg(long, default_value = "on")]
+    pub path_trim: String,
     /// Make the store pages of the units the log opens next ready ahead: a
     /// thread per device syncs the store, zeroes each such free unit's
     /// range (unwritten extents, still allocated) and reads it into the
@@ -362,6 +368,7 @@ pub fn run_attach(a: AttachArgs) -> Result<()> {
         o => bail!("--path-cost: '{o}' (expected probe or host)"),
     };
     let prefault = on_off("--prefault", a.prefault.as_str())?;
+    let path_trim = on_off("--path-trim", a.path_trim.as_str())?;
     // Bad failure options are refused before anything needs root.
     {
         let spec = match (
@@ -404,6 +411,7 @@ pub fn run_attach(a: AttachArgs) -> Result<()> {
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get().max(2))),
         idle_poll,
         probe_path,
+        path_trim,
         fuse_uring,
         prefault,
     };

@@ -60,6 +60,10 @@ pub struct AttachState {
     /// How requests reach the daemon: "io_uring" or "/dev/fuse".
     #[serde(default)]
     pub fuse_transport: String,
+    /// The reads' lead is trimmed against the loop devices' latency
+    /// (`--path-trim`, [`crate::trim`]).
+    #[serde(default)]
+    pub path_trim: bool,
 }
 
 impl AttachState {
@@ -147,6 +151,9 @@ pub struct DaemonConfig {
     /// Probe the kernel path at attach and answer that much before the
     /// model's completion ([`crate::wakeup::probe`]).
     pub probe_path: bool,
+    /// Trim the reads' lead in a closed loop against the loop devices' own
+    /// latency (`--path-trim`, [`crate::trim`]).
+    pub path_trim: bool,
     /// Make the store pages of the units the log opens next ready ahead
     /// (`--prefault`, [`crate::warm`]).
     pub prefault: bool,
@@ -548,6 +555,7 @@ impl Daemon {
             idle_poll: cfg.idle_poll,
             path_cost: None,
             fuse_transport: "/dev/fuse".into(),
+            path_trim: cfg.path_trim && cfg.timing == Timing::Model,
         };
         let mut d = Daemon {
             state: state.clone(),
@@ -643,6 +651,18 @@ impl Daemon {
     pub fn serve(mut self) -> Result<()> {
         let mut sampler = Sampler::new(&self.engines);
         let mut next_sample = Instant::now() + Duration::from_secs(1);
+        let mut trimmers: Vec<(Arc<Engine>, crate::trim::Trimmer)> = if self.state.path_trim {
+            self.state
+                .devices
+                .iter()
+                .filter_map(|d| {
+                    let e = self.engines.iter().find(|e| e.member == d.member)?;
+                    Some((e.clone(), crate::trim::Trimmer::new(&d.loop_device)))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         while !STOP.load(Ordering::SeqCst) {
             let served: u64 = self
                 .engines
@@ -654,6 +674,9 @@ impl Daemon {
                 })
                 .sum();
             self.idle.tick(served);
+            for (e, t) in &mut trimmers {
+                t.step(&e.lead, e.base_lead(false, 4096));
+            }
             if Instant::now() >= next_sample {
                 sampler.sample(&self.engines);
                 self.engines.iter().for_each(|e| save_counters(e));

@@ -269,6 +269,8 @@ pub struct Engine {
     /// once probed: the answer goes out that much before the model's
     /// completion (instead of the host cost).
     path: std::sync::OnceLock<crate::wakeup::PathCost>,
+    /// The reads' extra lead set in a closed loop ([`crate::trim`]).
+    pub lead: crate::trim::Lead,
     attached: Instant,
     /// The units the log opens next, made ready off the I/O path
     /// ([`crate::warm`]).
@@ -434,6 +436,7 @@ impl Engine {
             host_read: Duration::from_nanos(preset.host_read_ns),
             host_write: Duration::from_nanos(preset.host_write_ns),
             path: std::sync::OnceLock::new(),
+            lead: crate::trim::Lead::default(),
             // Change 1 is what the store held at attach (this session's
             // erases of units found free, and whatever the page cache
             // kept from the daemon before): the first sync covers it.
@@ -501,15 +504,27 @@ impl Engine {
     }
 
     /// How long before the model's completion an I/O of `len` bytes is
-    /// answered: the kernel path's round trip measured at attach, so the
-    /// client sees the model's latency (whether the emulator's path is
-    /// shorter or longer than the real host's software cost the model
-    /// charges); without a probe, that host software cost.
+    /// answered: [`Engine::base_lead`], for reads plus the extra lead
+    /// trimmed in a closed loop ([`crate::trim`]; zero without
+    /// `--path-trim`).
     fn ahead(&self, read: bool, len: u64) -> Duration {
+        let base = self.base_lead(!read, len);
+        if read {
+            self.lead.total(base)
+        } else {
+            base
+        }
+    }
+
+    /// The lead before trimming: the kernel path's round trip measured at
+    /// attach, so the client sees the model's latency (whether the
+    /// emulator's path is shorter or longer than the real host's software
+    /// cost the model charges); without a probe, that host software cost.
+    pub fn base_lead(&self, write: bool, len: u64) -> Duration {
         match self.path.get() {
-            Some(p) => p.of(!read, len),
-            None if read => self.host_read,
-            None => self.host_write,
+            Some(p) => p.of(write, len),
+            None if write => self.host_write,
+            None => self.host_read,
         }
     }
 

@@ -7,7 +7,9 @@
 //! - [`engine::Engine`]: one ioMemory device: the model, its store, and the
 //!   mapping of the model's completion times onto wall time
 //!   ([`engine::Timing`]); recovers the map from the store on open.
-//! - [`timer::Timer`]: acknowledges I/Os at their completion time.
+//! - [`timer::Timer`]: acknowledges I/Os at their completion time;
+//!   [`trim`] keeps the answers' lead on the model's latency as seen by
+//!   the loop device.
 //! - [`fs::CardFs`]: the FUSE filesystem with one direct-I/O device file per
 //!   ioMemory device.
 //! - [`daemon::Daemon`]: mounts, attaches loop devices, serves the control
@@ -37,6 +39,7 @@ pub mod manage;
 pub mod status;
 pub mod store;
 pub mod timer;
+pub mod trim;
 pub mod uring;
 pub mod wakeup;
 pub mod warm;

@@ -108,6 +108,10 @@ pub struct MemberStatus {
     /// thread reached them, and claims that waited for the thread.
     #[serde(default)]
     pub prefault: Prefault,
+    /// The reads' extra lead set by `--path-trim` ([`crate::trim`]), µs,
+    /// on top of the probed round trip.
+    #[serde(default)]
+    pub lead_trim_read_us: f64,
 }
 
 /// [`MemberStatus::prefault`].
@@ -285,6 +289,7 @@ impl Sampler {
                         taken_back: e.warm.counters.taken_back.load(Relaxed),
                         waited: e.warm.counters.waited.load(Relaxed),
                     },
+                    lead_trim_read_us: e.lead.extra_ns() as f64 / 1e3,
                 }
             })
             .collect();
