@@ -4,8 +4,26 @@
 use clap::Parser;
 use vsl_cli::{args, cmd_devices, cmd_review, cmd_run, cmd_torture, cmd_validate, sweep};
 
+/// Commands that only print to stdout die quietly of SIGPIPE when a
+/// reader such as `head` closes the pipe, as Unix tools do, instead of
+/// panicking in `println!` (Rust ignores SIGPIPE). `attach` (its daemon
+/// writes to control sockets) and `serve` keep ignoring it.
+fn default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() {
     let cli = args::Cli::parse();
+    if !matches!(
+        cli.command,
+        args::Command::Attach(_) | args::Command::Serve(_)
+    ) {
+        default_sigpipe();
+    }
     let result = match cli.command {
         args::Command::Run(a) => cmd_run::run(*a),
         args::Command::Devices(a) => cmd_devices::devices(a),

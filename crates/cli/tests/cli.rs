@@ -568,3 +568,27 @@ fn attach_fail_die_bad_input_is_one_line() {
         assert!(err.contains(needle), "{bad}: {err}");
     }
 }
+
+/// A reader that closes the pipe early (`vsl devices | head -1`) ends the
+/// command quietly, as Unix tools end, not with a panic about stdout.
+#[test]
+fn a_closed_stdout_pipe_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vsl"))
+        .args(["devices", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before the command writes anything.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        out.status.success() || out.status.signal() == Some(libc::SIGPIPE),
+        "{:?}: {err}",
+        out.status
+    );
+}

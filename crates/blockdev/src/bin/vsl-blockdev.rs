@@ -28,6 +28,14 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Detach(_) | Command::Status(_)) {
+        // Die quietly of SIGPIPE when a reader such as `head` closes the
+        // pipe, as Unix tools do, instead of panicking in `println!`.
+        // SAFETY: first thing in main, before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let result = match cli.command {
         Command::Attach(a) => run_attach(*a),
         Command::Detach(a) => run_detach(a),
