@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 /// Shortest window between two adjustments.
-pub const WINDOW: Duration = Duration::from_millis(200);
+pub const WINDOW: Duration = Duration::from_millis(100);
 /// A window is used only with at least this many reads completed both at
 /// the loop device and in the daemon.
 pub const MIN_IOS: u64 = 64;

@@ -347,3 +347,46 @@ fn issue4_store_lost_under_the_daemon_is_reported_and_cleaned_up() {
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// `--path-trim` (issue 13): while reads flow at the model's timing, the
+/// daemon moves the reads' lead from the loop device's own statistics and
+/// reports it; with `--path-trim off` the lead stays the probe's.
+#[test]
+fn issue13_the_reads_lead_is_trimmed_while_reads_flow() {
+    if skip(
+        "issue13_the_reads_lead_is_trimmed_while_reads_flow",
+        &["fio", "losetup"],
+    ) {
+        return;
+    }
+    let rig = Rig::new("trim");
+    let lead = |trim: &str| {
+        let devs = rig.attach(&[common::TINY_CARD, &["--path-trim", trim]].concat());
+        let dev = &devs[0];
+        sh(&format!(
+            "fio --name=w --filename={dev} --rw=write --bs=1m --size=64m --direct=1 \
+             --ioengine=libaio --iodepth=8 --output-format=terse"
+        ));
+        // Reads at 4 jobs x QD 4 for 3 s: 30 windows of the trimmer.
+        let out = sh(&format!(
+            "fio --name=r --filename={dev} --rw=randread --bs=16k --size=64m --direct=1 \
+             --ioengine=libaio --iodepth=4 --numjobs=4 --group_reporting --time_based \
+             --runtime=3 --output-format=terse"
+        ));
+        assert_fio_ok(&out, 1);
+        let st = rig.status_json();
+        let m = st[0]["members"][0].clone();
+        rig.detach_all();
+        assert!(m["reads"].as_u64().unwrap() > 1000, "{m}");
+        m["lead_trim_read_us"]
+            .as_f64()
+            .expect("lead_trim_read_us in status")
+    };
+    let on = lead("on");
+    assert!(
+        on != 0.0,
+        "reads flowed for 3 s and the lead was never trimmed"
+    );
+    assert!(on.abs() <= 1000.0, "extra lead {on} µs beyond its bound");
+    assert_eq!(lead("off"), 0.0, "--path-trim off trimmed the lead");
+}
