@@ -8,7 +8,7 @@
 //!   mapping of the model's completion times onto wall time
 //!   ([`engine::Timing`]); recovers the map from the store on open.
 //! - [`timer::Timer`]: acknowledges I/Os at their completion time;
-//!   [`trim`] keeps the answers' lead on the model's latency as seen by
+//!   [`trim`] keeps the reads' lead on the model's latency as seen by
 //!   the loop device.
 //! - [`fs::CardFs`]: the FUSE filesystem with one direct-I/O device file per
 //!   ioMemory device.
