@@ -675,7 +675,7 @@ impl Daemon {
                 .sum();
             self.idle.tick(served);
             for (e, t) in &mut trimmers {
-                t.step(&e.lead, e.base_lead(false, 4096));
+                t.step(&e.lead, &e.counters, e.base_lead(false, 4096));
             }
             if Instant::now() >= next_sample {
                 sampler.sample(&self.engines);

@@ -84,6 +84,10 @@ pub struct Counters {
     /// delivers), and the I/Os it covers.
     pub late_ns_total: AtomicU64,
     pub late_count: AtomicU64,
+    /// Sum of the model's latency of the reads answered, ns, and the reads
+    /// it covers (what [`crate::trim`] compares the loop device with).
+    pub model_read_ns_total: AtomicU64,
+    pub model_read_count: AtomicU64,
     pub latency: Mutex<Latency>,
 }
 
@@ -161,6 +165,8 @@ impl Counters {
             l.write_interval.saturating_record(clamp(ns));
             l.model_write.saturating_record(clamp(model));
         } else {
+            self.model_read_ns_total.fetch_add(model, Relaxed);
+            self.model_read_count.fetch_add(1, Relaxed);
             l.read_total.saturating_record(clamp(ns));
             l.read_interval.saturating_record(clamp(ns));
             l.model_read.saturating_record(clamp(model));

@@ -311,10 +311,6 @@ impl CardFs {
                     answer(Ok(()));
                     busy.fetch_sub(1, Ordering::AcqRel);
                     e.counters.record(is_write, received, served, now, done);
-                    if !is_write {
-                        let model = done.at.saturating_duration_since(done.submitted);
-                        e.lead.answered(model.as_nanos() as u64);
-                    }
                 });
                 match wait {
                     Some(at) => self.defer(at, ack),

@@ -23,7 +23,8 @@
 //! 100 ms), and a mean over a window is then set by a few of them (a trial
 //! led ordinary writes by 105-440 µs at 4 and 16 threads).
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use crate::engine::Counters;
+use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 /// Shortest window between two adjustments.
@@ -38,23 +39,13 @@ pub const GAIN: f64 = 0.5;
 /// Largest extra lead.
 pub const MAX_EXTRA: Duration = Duration::from_millis(1);
 
-/// The model's latency of the reads answered (sum and count) and the extra
-/// lead the trimmer sets.
+/// The extra lead the trimmer sets for reads.
 #[derive(Default)]
 pub struct Lead {
-    model_ns: AtomicU64,
-    model_n: AtomicU64,
     extra_ns: AtomicI64,
 }
 
 impl Lead {
-    /// One answered read whose model latency (completion − submission) was
-    /// `model_ns`.
-    pub fn answered(&self, model_ns: u64) {
-        self.model_ns.fetch_add(model_ns, Relaxed);
-        self.model_n.fetch_add(1, Relaxed);
-    }
-
     /// The extra lead, ns (negative: less than the probe).
     pub fn extra_ns(&self) -> i64 {
         self.extra_ns.load(Relaxed)
@@ -65,10 +56,15 @@ impl Lead {
         let t = base.as_nanos() as i64 + self.extra_ns();
         Duration::from_nanos(t.max(0) as u64)
     }
+}
 
-    fn model(&self) -> (u64, u64) {
-        (self.model_n.load(Relaxed), self.model_ns.load(Relaxed))
-    }
+/// The reads answered and the sum of their model latency, ns
+/// ([`Counters::model_read_ns_total`]).
+fn model_reads(c: &Counters) -> (u64, u64) {
+    (
+        c.model_read_count.load(Relaxed),
+        c.model_read_ns_total.load(Relaxed),
+    )
 }
 
 /// Completed reads and their summed block-layer time (ms), from a
@@ -125,14 +121,14 @@ impl Trimmer {
         }
     }
 
-    /// Adjusts `lead` if a window has passed with enough reads; `base` is
-    /// the probed round trip of a small read.
-    pub fn step(&mut self, lead: &Lead, base: Duration) {
+    /// Adjusts `lead` if a window has passed with enough reads answered
+    /// (`counters`); `base` is the probed round trip of a small read.
+    pub fn step(&mut self, lead: &Lead, counters: &Counters, base: Duration) {
         let Some(stat) = LoopStat::read(&self.dev) else {
             return;
         };
         let now = Instant::now();
-        let model = lead.model();
+        let model = model_reads(counters);
         let Some((s0, m0)) = self.start else {
             (self.start, self.since) = (Some((stat, model)), now);
             return;
@@ -211,7 +207,7 @@ mod tests {
     }
 
     #[test]
-    fn the_total_lead_is_never_negative() {
+    fn the_total_lead_is_never_negative_and_only_reads_count() {
         let l = Lead::default();
         assert_eq!(
             l.total(Duration::from_micros(25)),
@@ -224,8 +220,16 @@ mod tests {
             l.total(Duration::from_micros(25)),
             Duration::from_micros(35)
         );
-        l.answered(90_000);
-        l.answered(100_000);
-        assert_eq!(l.model(), (2, 190_000));
+        let c = Counters::default();
+        let t = Instant::now();
+        let done = |us: u64| crate::engine::Completion {
+            at: t + Duration::from_micros(us),
+            submitted: t,
+            host: Duration::ZERO,
+        };
+        c.record(false, t, t, t, done(90));
+        c.record(false, t, t, t, done(100));
+        c.record(true, t, t, t, done(500));
+        assert_eq!(model_reads(&c), (2, 190_000));
     }
 }
