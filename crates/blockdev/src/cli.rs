@@ -91,6 +91,12 @@ pub struct AttachArgs {
     /// pages (9 µs per page in a VM): on or off.
     #[arg(long, default_value = "on")]
     pub prefault: String,
+    /// With --prefault: for each page read in for a unit never written,
+    /// drop one cached page of a stale slot (data superseded, written
+    /// back first), so that the page cache does not grow into memory the
+    /// machine never used (a host fault per page in a VM): on or off.
+    #[arg(long, default_value = "on")]
+    pub recycle: String,
     /// Stay in the foreground (Ctrl-C detaches) instead of daemonizing.
     #[arg(long)]
     pub foreground: bool,
@@ -368,6 +374,7 @@ pub fn run_attach(a: AttachArgs) -> Result<()> {
         o => bail!("--path-cost: '{o}' (expected probe or host)"),
     };
     let prefault = on_off("--prefault", a.prefault.as_str())?;
+    let recycle = on_off("--recycle", a.recycle.as_str())?;
     let path_trim = on_off("--path-trim", a.path_trim.as_str())?;
     // Bad failure options are refused before anything needs root.
     {
@@ -414,6 +421,7 @@ pub fn run_attach(a: AttachArgs) -> Result<()> {
         path_trim,
         fuse_uring,
         prefault,
+        recycle,
     };
     if a.foreground {
         let d = Daemon::start(cfg)?;

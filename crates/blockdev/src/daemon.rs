@@ -157,6 +157,9 @@ pub struct DaemonConfig {
     /// Make the store pages of the units the log opens next ready ahead
     /// (`--prefault`, [`crate::warm`]).
     pub prefault: bool,
+    /// With `prefault`, drop stale slots' pages as fresh units are read in
+    /// (`--recycle`, [`crate::recycle`]).
+    pub recycle: bool,
 }
 
 /// `--fuse-uring`.
@@ -633,6 +636,7 @@ impl Daemon {
         if cfg.prefault {
             for e in &d.engines {
                 e.warm.switch_on();
+                e.warm.switch_recycle(cfg.recycle);
                 let (e, stop) = (e.clone(), d.warm_stop.clone());
                 let h = std::thread::Builder::new()
                     .name(format!("vsl-warm{}", e.member))

@@ -884,6 +884,14 @@ impl Engine {
         // pages, the very cost the thread takes off the writers.
         let mut scratch: Vec<u8> = Vec::new();
         let mut idle = Duration::from_millis(5);
+        let (lebs, spl) = {
+            let g = self.lock();
+            let v = &g.card.members[0].vsl;
+            (v.lebs(), v.slots_per_leb())
+        };
+        let mut recycler = crate::recycle::Recycler::new(lebs, spl);
+        let mut stale: Vec<(u32, u32)> = Vec::new();
+        let mut fresh: Vec<bool> = Vec::new();
         let mut said_error = false;
         let member = self.member;
         let mut error = |what: String| {
@@ -900,12 +908,21 @@ impl Engine {
         };
         while !stop.load(Ordering::SeqCst) && self.warm.is_on() {
             batch.clear();
+            fresh.clear();
             {
                 let g = self.lock();
-                for leb in g.card.members[0].vsl.next_free_lebs(ahead) {
+                let v = &g.card.members[0].vsl;
+                for leb in v.next_free_lebs(ahead) {
                     if self.warm.mark(leb) {
                         batch.push(leb);
+                        // Free and never erased: never written either.
+                        fresh.push(v.nand.erase_count(leb) == 0);
                     }
+                }
+            }
+            if self.warm.recycles() {
+                if let Err(what) = self.recycle_step(&mut recycler, &mut stale) {
+                    error(what);
                 }
             }
             if batch.is_empty() {
@@ -919,9 +936,15 @@ impl Engine {
             // The pages not in the page cache: those alone are zeroed and
             // read in (pages still cached are written over in place).
             let mut plan: Vec<(u32, Vec<(u64, u64)>)> = Vec::with_capacity(batch.len());
-            for &leb in &batch {
+            for (&leb, &new) in batch.iter().zip(&fresh) {
                 match self.store.uncached_runs(leb) {
-                    Ok(runs) => plan.push((leb, runs)),
+                    Ok(runs) => {
+                        if new {
+                            let bytes: u64 = runs.iter().map(|r| r.1).sum();
+                            recycler.fresh(bytes / self.sector);
+                        }
+                        plan.push((leb, runs))
+                    }
                     Err(e) => {
                         error(format!("checking free unit {leb}'s pages: {e}"));
                         self.warm.unmark(&[leb]);
@@ -960,6 +983,43 @@ impl Engine {
             }
         }
         self.warm.unmark(&batch);
+    }
+
+    /// One step of [`crate::recycle`]: plans under the device lock (the
+    /// closed units' valid counts and the stale runs of those to drop),
+    /// then starts the writebacks and drops the stale pages outside it.
+    fn recycle_step(
+        &self,
+        recycler: &mut crate::recycle::Recycler,
+        stale: &mut Vec<(u32, u32)>,
+    ) -> Result<(), String> {
+        stale.clear();
+        let mut drops: Vec<(u32, u32, std::ops::Range<usize>)> = Vec::new();
+        let plan = {
+            let g = self.lock();
+            let v = &g.card.members[0].vsl;
+            let plan = recycler.plan(Instant::now(), |leb| v.closed_valid(leb));
+            for &(leb, new) in &plan.drop {
+                let from = stale.len();
+                v.stale_runs(leb, stale);
+                drops.push((leb, new, from..stale.len()));
+            }
+            plan
+        };
+        let c = &self.warm.recycled;
+        for &leb in &plan.write_back {
+            self.store
+                .start_writeback(leb)
+                .map_err(|e| format!("writing back closed unit {leb}: {e}"))?;
+            c.written_back.fetch_add(1, Ordering::Relaxed);
+        }
+        for (leb, new, r) in drops {
+            self.store
+                .drop_stale(leb, &stale[r])
+                .map_err(|e| format!("dropping unit {leb}'s stale pages: {e}"))?;
+            c.dropped_slots.fetch_add(new as u64, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     /// Whether the store must be synced before any of `lebs` (free units)
@@ -1182,6 +1242,95 @@ mod tests {
         assert!(
             c.used.load(Relaxed) > 0,
             "seed {seed:#x}: no write went into a prepared unit ({c:?})"
+        );
+        let mut lbas: Vec<u64> = last.keys().copied().collect();
+        lbas.sort_unstable();
+        let want: Vec<u8> = lbas.iter().map(|l| last[l]).collect();
+        assert_eq!(firsts(&e, &lbas), want, "seed {seed:#x}: a write was lost");
+        e.flush().unwrap();
+        drop(e);
+        drop(store);
+        let (_store, e) = open_store(&dir);
+        assert_eq!(
+            firsts(&e, &lbas),
+            want,
+            "seed {seed:#x}: lost after recovery"
+        );
+        drop(e);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// `--recycle`: as the warm thread reads in units never written, the
+    /// pages of stale slots (superseded data, written back first) leave
+    /// the page cache, and every sector still reads its last write, before
+    /// and after a recovery. On the disk (/var/tmp): tmpfs cannot zero a
+    /// range, and its pages cannot be dropped.
+    #[test]
+    fn recycled_stale_pages_leave_the_cache_and_lose_no_write() {
+        let dir = PathBuf::from("/var/tmp").join(format!("openvsl-recycle-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let seed = 0x2EC1u64;
+        let (store, e) = open_store(&dir);
+        let e = Arc::new(e);
+        let sectors = e.capacity_bytes() / e.sector;
+        e.warm.switch_on();
+        e.warm.switch_recycle(true);
+        let stop = Arc::new(AtomicBool::new(false));
+        let warm = {
+            let (e, stop) = (e.clone(), stop.clone());
+            std::thread::spawn(move || e.warm_loop(&stop))
+        };
+        let mut prng = sim::Prng::from_seed(seed);
+        let mut last = std::collections::HashMap::new();
+        // Half the card written, then overwritten at random: the log only
+        // opens units never written (no GC), as on a fresh store.
+        let half = sectors / 2;
+        for i in 0..2 * half {
+            let lba = if i < half { i } else { prng.below(half) };
+            let tag = (i % 250 + 1) as u8;
+            e.write(lba * e.sector, &vec![tag; e.sector as usize])
+                .unwrap();
+            last.insert(lba, tag);
+        }
+        let c = &e.warm.recycled;
+        let t0 = Instant::now();
+        while c.dropped_slots.load(Relaxed) == 0 && t0.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        stop.store(true, Ordering::SeqCst);
+        warm.join().unwrap();
+        assert_eq!(e.model_stats().1.gc_runs, 0, "seed {seed:#x}: GC ran");
+        let dropped = c.dropped_slots.load(Relaxed);
+        assert!(
+            c.written_back.load(Relaxed) > 0 && dropped > 0,
+            "seed {seed:#x}: nothing written back or dropped ({c:?})"
+        );
+        // The stale slots of closed units whose pages are cached: fewer
+        // than the stale slots by at least those dropped.
+        let (mut stale_n, mut cached_n) = (0u64, 0u64);
+        {
+            let g = e.lock();
+            let v = &g.card.members[0].vsl;
+            let mut runs = Vec::new();
+            for leb in 0..v.lebs() {
+                if v.closed_valid(leb).is_none() {
+                    continue;
+                }
+                runs.clear();
+                v.stale_runs(leb, &mut runs);
+                let uncached = e.store.uncached_runs(leb).unwrap();
+                for &(from, n) in &runs {
+                    for slot in from..from + n {
+                        let at = slot as u64 * e.sector;
+                        stale_n += 1;
+                        cached_n += !uncached.iter().any(|&(a, l)| a <= at && at < a + l) as u64;
+                    }
+                }
+            }
+        }
+        assert!(
+            stale_n > 0 && cached_n + dropped <= stale_n,
+            "seed {seed:#x}: {cached_n} of {stale_n} stale slots cached, {dropped} dropped"
         );
         let mut lbas: Vec<u64> = last.keys().copied().collect();
         lbas.sort_unstable();

@@ -36,6 +36,7 @@ pub mod engine;
 pub mod fs;
 pub mod live;
 pub mod manage;
+pub mod recycle;
 pub mod status;
 pub mod store;
 pub mod timer;

@@ -122,6 +122,14 @@ pub struct Prefault {
     pub used: u64,
     pub taken_back: u64,
     pub waited: u64,
+    /// `--recycle` ([`crate::recycle`]): on, closed units whose writeback
+    /// was started, and stale slots whose pages were dropped.
+    #[serde(default)]
+    pub recycle: bool,
+    #[serde(default)]
+    pub written_back_units: u64,
+    #[serde(default)]
+    pub dropped_slots: u64,
 }
 
 /// What `status` returns.
@@ -288,6 +296,9 @@ impl Sampler {
                         used: e.warm.counters.used.load(Relaxed),
                         taken_back: e.warm.counters.taken_back.load(Relaxed),
                         waited: e.warm.counters.waited.load(Relaxed),
+                        recycle: e.warm.recycles(),
+                        written_back_units: e.warm.recycled.written_back.load(Relaxed),
+                        dropped_slots: e.warm.recycled.dropped_slots.load(Relaxed),
                     },
                     lead_trim_read_us: e.lead.extra_ns() as f64 / 1e3,
                 }

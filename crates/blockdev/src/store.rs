@@ -660,6 +660,78 @@ impl MemberStore {
         }
     }
 
+    /// Starts writeback of erase unit `leb`'s dirty data pages (returns at
+    /// once; [`crate::recycle`]).
+    pub fn start_writeback(&self, leb: u32) -> Result<(), StoreError> {
+        let at = leb as u64 * self.unit_bytes();
+        // SAFETY: sync_file_range on a valid, owned descriptor.
+        let rc = unsafe {
+            libc::sync_file_range(
+                self.data.as_raw_fd(),
+                at as libc::off64_t,
+                self.unit_bytes() as libc::off64_t,
+                libc::SYNC_FILE_RANGE_WRITE,
+            )
+        };
+        if rc != 0 {
+            return Err(self.err(std::io::Error::last_os_error()));
+        }
+        Ok(())
+    }
+
+    /// Drops from the page cache the clean pages wholly inside `runs`
+    /// (`(first slot within the unit, slots)`) of erase unit `leb`: the
+    /// stale slots' pages ([`crate::recycle`]). Dirty pages and pages
+    /// being written stay: only memory is given back, never data. The
+    /// unit's pages are unmapped from the read mapping first (a mapped
+    /// page is not dropped; reads map them back on demand).
+    pub fn drop_stale(&self, leb: u32, runs: &[(u32, u32)]) -> Result<(), StoreError> {
+        const PAGE: u64 = 4096;
+        let unit = self.unit_bytes();
+        let base = leb as u64 * unit;
+        let len = self.data_map.len() as u64;
+        let (m_start, m_end) = (
+            base.div_ceil(PAGE) * PAGE,
+            ((base + unit) / PAGE * PAGE).min(len),
+        );
+        if m_end > m_start {
+            // SAFETY: a page-aligned range inside the live shared mapping
+            // of the data file; MADV_DONTNEED on a shared file mapping only
+            // unmaps (the data stays in the file and the page cache), and
+            // a read copying from it maps the page back.
+            let rc = unsafe {
+                libc::madvise(
+                    self.data_map.as_ptr().add(m_start as usize) as *mut libc::c_void,
+                    (m_end - m_start) as usize,
+                    libc::MADV_DONTNEED,
+                )
+            };
+            if rc != 0 {
+                return Err(self.err(std::io::Error::last_os_error()));
+            }
+        }
+        for &(from, n) in runs {
+            let a = (base + from as u64 * self.sector).div_ceil(PAGE) * PAGE;
+            let b = ((base + (from + n) as u64 * self.sector) / PAGE * PAGE).min(len);
+            if b <= a {
+                continue;
+            }
+            // SAFETY: fadvise on a valid, owned descriptor; advice only.
+            let rc = unsafe {
+                libc::posix_fadvise(
+                    self.data.as_raw_fd(),
+                    a as libc::off_t,
+                    (b - a) as libc::off_t,
+                    libc::POSIX_FADV_DONTNEED,
+                )
+            };
+            if rc != 0 {
+                return Err(self.err(std::io::Error::from_raw_os_error(rc)));
+            }
+        }
+        Ok(())
+    }
+
     /// Reads bytes `from..from + len` of erase unit `leb`'s data into the
     /// page cache, through `scratch`.
     ///

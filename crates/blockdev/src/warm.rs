@@ -60,7 +60,11 @@ pub struct Warm {
     ready_at: Vec<AtomicU64>,
     epoch: Instant,
     on: AtomicBool,
+    /// Stale slots' pages dropped as fresh units are read in
+    /// ([`crate::recycle`], `--recycle`).
+    recycle: AtomicBool,
     pub counters: WarmCounters,
+    pub recycled: crate::recycle::RecycleCounters,
 }
 
 impl Warm {
@@ -70,7 +74,9 @@ impl Warm {
             ready_at: (0..units).map(|_| AtomicU64::new(0)).collect(),
             epoch: Instant::now(),
             on: AtomicBool::new(false),
+            recycle: AtomicBool::new(false),
             counters: WarmCounters::default(),
+            recycled: Default::default(),
         }
     }
 
@@ -82,6 +88,15 @@ impl Warm {
     /// Stops for good: units marked are left as they are.
     pub fn switch_off(&self) {
         self.on.store(false, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Also drops stale slots' pages ([`crate::recycle`]) while on.
+    pub fn switch_recycle(&self, on: bool) {
+        self.recycle.store(on, std::sync::atomic::Ordering::Release);
+    }
+
+    pub fn recycles(&self) -> bool {
+        self.recycle.load(Acquire)
     }
 
     pub fn is_on(&self) -> bool {

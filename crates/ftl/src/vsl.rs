@@ -1318,6 +1318,36 @@ impl Vsl {
         v.into_iter().map(|(_, leb)| leb).collect()
     }
 
+    /// Erase units in the device (reserved and retired ones included).
+    pub fn lebs(&self) -> u32 {
+        self.leb_state.len() as u32
+    }
+
+    /// The valid slots of erase unit `leb` if it is closed (written whole,
+    /// not being collected); `None` for a free, open, victim, reserved or
+    /// retired unit.
+    pub fn closed_valid(&self, leb: u32) -> Option<u32> {
+        (self.leb_state[leb as usize] == LebState::Closed).then(|| self.leb_valid[leb as usize])
+    }
+
+    /// Appends to `out` the runs of erase unit `leb`'s slots that hold no
+    /// current data, as `(first slot within the unit, slots)`.
+    pub fn stale_runs(&self, leb: u32, out: &mut Vec<(u32, u32)>) {
+        let base = leb * self.spl;
+        let mut i = 0;
+        while i < self.spl {
+            if self.is_valid(base + i) {
+                i += 1;
+                continue;
+            }
+            let from = i;
+            while i < self.spl && !self.is_valid(base + i) {
+                i += 1;
+            }
+            out.push((from, i - from));
+        }
+    }
+
     /// True when erase unit `leb` is on the free list (erased, unused).
     pub fn is_free_leb(&self, leb: u32) -> bool {
         self.leb_state[leb as usize] == LebState::Free

@@ -295,3 +295,54 @@ fn next_free_lebs_predicts_the_units_the_log_opens() {
         assert!(checked > 100, "only {checked} opens checked");
     }
 }
+
+/// `closed_valid` and `stale_runs` agree with the map: a closed unit's
+/// stale runs are exactly its slots no sector maps to, and its valid count
+/// is the rest.
+#[test]
+fn stale_runs_are_the_slots_no_sector_maps_to() {
+    let seed = 0x5A1E;
+    let cfg = small_config(64, 0.2, 4096);
+    let user = cfg.user_sectors;
+    let mut vsl = Vsl::new(cfg).unwrap();
+    let spl = vsl.slots_per_leb();
+    let mut prng = Prng::from_seed(seed);
+    let mut t = Nanos::ZERO;
+    let mut closed_seen = 0;
+    for round in 0..4 {
+        for i in 0..user {
+            let lba = if round == 0 { i } else { prng.below(user) };
+            t = vsl.write(t, lba, 1).unwrap();
+        }
+        let mut mapped = vec![false; vsl.physical_slots() as usize];
+        for lba in 0..user {
+            if let Some(psa) = vsl.lookup(lba) {
+                mapped[psa as usize] = true;
+            }
+        }
+        let mut runs = Vec::new();
+        for leb in 0..vsl.lebs() {
+            let Some(valid) = vsl.closed_valid(leb) else {
+                continue;
+            };
+            closed_seen += 1;
+            runs.clear();
+            vsl.stale_runs(leb, &mut runs);
+            let mut stale = vec![false; spl as usize];
+            for &(from, n) in &runs {
+                assert!(n > 0 && from + n <= spl, "seed {seed:#x}: run {from}+{n}");
+                stale[from as usize..(from + n) as usize].fill(true);
+            }
+            for (i, &st) in stale.iter().enumerate() {
+                let psa = (leb * spl) as usize + i;
+                assert_eq!(
+                    st, !mapped[psa],
+                    "seed {seed:#x}, round {round}, unit {leb}, slot {i}"
+                );
+            }
+            let stale_n: u32 = runs.iter().map(|r| r.1).sum();
+            assert_eq!(valid + stale_n, spl, "seed {seed:#x}, unit {leb}");
+        }
+    }
+    assert!(closed_seen > 100, "only {closed_seen} closed units seen");
+}
