@@ -889,7 +889,8 @@ impl Engine {
             let v = &g.card.members[0].vsl;
             (v.lebs(), v.slots_per_leb())
         };
-        let mut recycler = crate::recycle::Recycler::new(lebs, spl);
+        // Budget for twice the units looked ahead.
+        let mut recycler = crate::recycle::Recycler::new(lebs, spl, 2 * ahead as u64 * spl as u64);
         let mut stale: Vec<(u32, u32)> = Vec::new();
         let mut fresh: Vec<bool> = Vec::new();
         let mut said_error = false;

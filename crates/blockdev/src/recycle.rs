@@ -66,24 +66,31 @@ pub struct Recycler {
     /// Stale slots of each unit at its last drop.
     dropped: Vec<u32>,
     cursor: u32,
-    /// Stale slots still to drop for the fresh pages read in.
+    /// Stale slots still to drop for the fresh pages read in, at most
+    /// `cap`: pages are dropped for fresh pages read in lately, not for
+    /// a fill long past (the page cache holds those; dropping stale
+    /// pages later would only make the log read them in again when GC
+    /// has erased their units).
     budget: u64,
+    cap: u64,
 }
 
 impl Recycler {
-    pub fn new(lebs: u32, slots_per_leb: u32) -> Recycler {
+    /// `cap`: the most budget kept, in slots.
+    pub fn new(lebs: u32, slots_per_leb: u32, cap: u64) -> Recycler {
         Recycler {
             spl: slots_per_leb.max(1),
             written_back: vec![None; lebs as usize],
             dropped: vec![0; lebs as usize],
             cursor: 0,
             budget: 0,
+            cap,
         }
     }
 
     /// The warm thread read `slots` slots' pages into a unit never written.
     pub fn fresh(&mut self, slots: u64) {
-        self.budget += slots;
+        self.budget = (self.budget + slots).min(self.cap);
     }
 
     pub fn budget(&self) -> u64 {
@@ -149,7 +156,7 @@ mod tests {
 
     #[test]
     fn a_closed_unit_is_written_back_once_then_dropped_after_it_settles() {
-        let mut r = Recycler::new(4, 64);
+        let mut r = Recycler::new(4, 64, 1000);
         let t0 = Instant::now();
         // Unit 1 closed, half stale; the rest not closed.
         let units = |valid: u32| move |leb: u32| (leb == 1).then_some(valid);
@@ -173,7 +180,7 @@ mod tests {
 
     #[test]
     fn without_budget_nothing_is_dropped_and_the_most_stale_go_first() {
-        let mut r = Recycler::new(3, 100);
+        let mut r = Recycler::new(3, 100, 1000);
         let t0 = Instant::now();
         let valid = [Some(90), Some(10), Some(50)];
         let f = |leb: u32| valid[leb as usize];
@@ -189,11 +196,14 @@ mod tests {
         assert_eq!(r.budget(), 0);
         r.fresh(1);
         assert_eq!(r.plan(t0 + SETTLE, f).drop, vec![(2, 50)]);
+        // The budget is capped: a fill long past drops nothing later.
+        r.fresh(5000);
+        assert_eq!(r.budget(), 1000);
     }
 
     #[test]
     fn a_unit_erased_and_closed_again_is_written_back_again() {
-        let mut r = Recycler::new(2, 16);
+        let mut r = Recycler::new(2, 16, 1000);
         let t0 = Instant::now();
         r.fresh(100);
         let closed = |leb: u32| (leb == 0).then_some(0);
@@ -210,7 +220,7 @@ mod tests {
     #[test]
     fn a_scan_covers_at_most_scan_units_and_resumes() {
         let lebs = SCAN + 10;
-        let mut r = Recycler::new(lebs, 8);
+        let mut r = Recycler::new(lebs, 8, 1000);
         let t0 = Instant::now();
         let p = r.plan(t0, |_| Some(8));
         assert_eq!(p.write_back.len(), SCAN as usize);
