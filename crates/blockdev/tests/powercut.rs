@@ -101,6 +101,7 @@ fn issue4_sigkill_loses_no_acknowledged_write() {
     let mut total_landed = 0;
     let mut gc_moved = 0;
     let mut prepared = 0;
+    let mut dropped = 0;
     // Issue 13: the cuts alternate between FUSE over io_uring and /dev/fuse
     // reads (recovery after each kill runs on the other transport).
     let modes = common::transports("issue4_sigkill_loses_no_acknowledged_write");
@@ -144,6 +145,12 @@ fn issue4_sigkill_loses_no_acknowledged_write() {
             .as_u64()
             .unwrap_or(0);
         std::thread::sleep(delay / 2);
+        // Sampled again just before the kill: the recycler's drops need
+        // its units' writeback to settle first.
+        let st = rig.status_json();
+        dropped += st[0]["members"][0]["prefault"]["dropped_slots"]
+            .as_u64()
+            .unwrap_or(0);
         let pid = rig.daemon_pid();
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         let t = Instant::now();
@@ -174,7 +181,7 @@ fn issue4_sigkill_loses_no_acknowledged_write() {
     eprintln!(
         "power-cut test: {cuts} cuts, {total_acked} acknowledged writes, all present; \
          {total_landed} unacknowledged in-flight writes had landed; GC moved at least {gc_moved} sectors; \
-         the warm thread prepared at least {prepared} units"
+         the warm thread prepared at least {prepared} units and dropped {dropped} stale slots' pages"
     );
     if prepared == 0 {
         common::loud(
