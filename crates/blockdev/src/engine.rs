@@ -1195,6 +1195,40 @@ mod tests {
             .collect()
     }
 
+    /// Starts the warm thread of `e` (switched on); stop it with the flag.
+    fn start_warm(e: &Arc<Engine>) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+        e.warm.switch_on();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (e, s) = (e.clone(), stop.clone());
+        (stop, std::thread::spawn(move || e.warm_loop(&s)))
+    }
+
+    /// Every sector of `last` reads its last write, then again after a
+    /// flush and a recovery of the store in `dir`; removes `dir`.
+    fn assert_last_writes_survive_recovery(
+        dir: &std::path::Path,
+        store: Store,
+        e: Arc<Engine>,
+        last: &std::collections::HashMap<u64, u8>,
+        seed: u64,
+    ) {
+        let mut lbas: Vec<u64> = last.keys().copied().collect();
+        lbas.sort_unstable();
+        let want: Vec<u8> = lbas.iter().map(|l| last[l]).collect();
+        assert_eq!(firsts(&e, &lbas), want, "seed {seed:#x}: a write was lost");
+        e.flush().unwrap();
+        drop(e);
+        drop(store);
+        let (_store, e) = open_store(dir);
+        assert_eq!(
+            firsts(&e, &lbas),
+            want,
+            "seed {seed:#x}: lost after recovery"
+        );
+        drop(e);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
     /// The warm thread zeroes and reads in the units the log opens next
     /// while two writers overwrite sectors at random through GC: every
     /// sector reads back its last write, before and after a recovery, and
@@ -1208,12 +1242,7 @@ mod tests {
         let (store, e) = open_store(&dir);
         let e = Arc::new(e);
         let sectors = e.capacity_bytes() / e.sector;
-        e.warm.switch_on();
-        let stop = Arc::new(AtomicBool::new(false));
-        let warm = {
-            let (e, stop) = (e.clone(), stop.clone());
-            std::thread::spawn(move || e.warm_loop(&stop))
-        };
+        let (stop, warm) = start_warm(&e);
         let writers: Vec<_> = (0..2u64)
             .map(|w| {
                 let e = e.clone();
@@ -1244,21 +1273,7 @@ mod tests {
             c.used.load(Relaxed) > 0,
             "seed {seed:#x}: no write went into a prepared unit ({c:?})"
         );
-        let mut lbas: Vec<u64> = last.keys().copied().collect();
-        lbas.sort_unstable();
-        let want: Vec<u8> = lbas.iter().map(|l| last[l]).collect();
-        assert_eq!(firsts(&e, &lbas), want, "seed {seed:#x}: a write was lost");
-        e.flush().unwrap();
-        drop(e);
-        drop(store);
-        let (_store, e) = open_store(&dir);
-        assert_eq!(
-            firsts(&e, &lbas),
-            want,
-            "seed {seed:#x}: lost after recovery"
-        );
-        drop(e);
-        let _ = std::fs::remove_dir_all(&dir);
+        assert_last_writes_survive_recovery(&dir, store, e, &last, seed);
     }
 
     /// `--recycle`: as the warm thread reads in units never written, the
@@ -1274,13 +1289,8 @@ mod tests {
         let (store, e) = open_store(&dir);
         let e = Arc::new(e);
         let sectors = e.capacity_bytes() / e.sector;
-        e.warm.switch_on();
         e.warm.switch_recycle(true);
-        let stop = Arc::new(AtomicBool::new(false));
-        let warm = {
-            let (e, stop) = (e.clone(), stop.clone());
-            std::thread::spawn(move || e.warm_loop(&stop))
-        };
+        let (stop, warm) = start_warm(&e);
         let mut prng = sim::Prng::from_seed(seed);
         let mut last = std::collections::HashMap::new();
         // Half the card written, then overwritten at random: the log only
@@ -1333,21 +1343,7 @@ mod tests {
             stale_n > 0 && cached_n + dropped <= stale_n,
             "seed {seed:#x}: {cached_n} of {stale_n} stale slots cached, {dropped} dropped"
         );
-        let mut lbas: Vec<u64> = last.keys().copied().collect();
-        lbas.sort_unstable();
-        let want: Vec<u8> = lbas.iter().map(|l| last[l]).collect();
-        assert_eq!(firsts(&e, &lbas), want, "seed {seed:#x}: a write was lost");
-        e.flush().unwrap();
-        drop(e);
-        drop(store);
-        let (_store, e) = open_store(&dir);
-        assert_eq!(
-            firsts(&e, &lbas),
-            want,
-            "seed {seed:#x}: lost after recovery"
-        );
-        drop(e);
-        let _ = std::fs::remove_dir_all(&dir);
+        assert_last_writes_survive_recovery(&dir, store, e, &last, seed);
     }
 
     /// Issue 11: an atomic write the daemon died in before its commit is
