@@ -430,7 +430,28 @@ fn losetup_attach(file: &Path, sector: u32) -> Result<String> {
             eprintln!("vsl: warning: {dev} runs without direct I/O");
         }
     }
+    // Completions on the CPU that submitted the request (docs/ATTACH_PERF.md,
+    // seventh round); the default, 1, is put back at detach.
+    if let Err(e) = set_rq_affinity(&dev, RQ_AFFINITY) {
+        eprintln!("vsl: warning: {dev}: completions stay where the kernel puts them ({e})");
+    }
     Ok(dev)
+}
+
+/// `rq_affinity` of the loop devices while attached: 2, complete each
+/// request on the CPU that submitted it. A loop device has one hardware
+/// queue, so with the default (1) the daemon's answer, given from its
+/// queue thread, raises the block softirq there and wakes `ksoftirqd` to
+/// complete it; with 2 the completion is sent to the client's CPU.
+pub const RQ_AFFINITY: u32 = 2;
+
+/// Writes `/sys/block/<dev>/queue/rq_affinity`.
+pub fn set_rq_affinity(dev: &str, value: u32) -> std::io::Result<()> {
+    let name = dev.trim_start_matches("/dev/");
+    std::fs::write(
+        format!("/sys/block/{name}/queue/rq_affinity"),
+        format!("{value}\n"),
+    )
 }
 
 /// The kernel path's round trip through a loop device over the `.probe`
@@ -445,6 +466,8 @@ fn probe_kernel_path(file: &Path) -> Result<crate::wakeup::PathCost> {
 }
 
 fn losetup_detach(dev: &str) -> Result<()> {
+    // The loop device is shared with other users once detached.
+    let _ = set_rq_affinity(dev, 1);
     let st = Command::new("losetup").arg("-d").arg(dev).status()?;
     if !st.success() {
         bail!("losetup -d {dev} failed");

@@ -390,3 +390,37 @@ fn issue13_the_reads_lead_is_trimmed_while_reads_flow() {
     assert!(on.abs() <= 1000.0, "extra lead {on} µs beyond its bound");
     assert_eq!(lead("off"), 0.0, "--path-trim off trimmed the lead");
 }
+
+/// Issue 13: while attached, the card's loop devices complete requests on
+/// the submitting CPU (`rq_affinity` 2); detach puts the default (1) back
+/// for the loop device's next user.
+#[test]
+fn issue13_loop_devices_complete_on_the_submitting_cpu_while_attached() {
+    if skip(
+        "issue13_loop_devices_complete_on_the_submitting_cpu_while_attached",
+        &["losetup"],
+    ) {
+        return;
+    }
+    let rig = Rig::new("rqaff");
+    let devs = rig.attach(common::TINY_CARD);
+    let path = |dev: &str| {
+        format!(
+            "/sys/block/{}/queue/rq_affinity",
+            dev.trim_start_matches("/dev/")
+        )
+    };
+    let read = |dev: &str| {
+        std::fs::read_to_string(path(dev))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    for dev in &devs {
+        assert_eq!(read(dev), "2", "{dev} while attached");
+    }
+    rig.detach_all();
+    for dev in &devs {
+        assert_eq!(read(dev), "1", "{dev} after detach");
+    }
+}
