@@ -443,10 +443,10 @@ fn losetup_attach(file: &Path, sector: u32) -> Result<String> {
 /// queue, so with the default (1) the daemon's answer, given from its
 /// queue thread, raises the block softirq there and wakes `ksoftirqd` to
 /// complete it; with 2 the completion is sent to the client's CPU.
-pub const RQ_AFFINITY: u32 = 2;
+const RQ_AFFINITY: u32 = 2;
 
 /// Writes `/sys/block/<dev>/queue/rq_affinity`.
-pub fn set_rq_affinity(dev: &str, value: u32) -> std::io::Result<()> {
+fn set_rq_affinity(dev: &str, value: u32) -> std::io::Result<()> {
     let name = dev.trim_start_matches("/dev/");
     std::fs::write(
         format!("/sys/block/{name}/queue/rq_affinity"),
