@@ -64,6 +64,10 @@ pub struct AttachState {
     /// (`--path-trim`, [`crate::trim`]).
     #[serde(default)]
     pub path_trim: bool,
+    /// The loop devices' `queue/rq_affinity` while attached (see
+    /// [`rq_affinity_for`]); 0 when not recorded.
+    #[serde(default)]
+    pub rq_affinity: u32,
 }
 
 impl AttachState {
@@ -407,7 +411,7 @@ pub fn device_busy(dev: &str) -> bool {
         .is_err_and(|e| e.raw_os_error() == Some(libc::EBUSY))
 }
 
-fn losetup_attach(file: &Path, sector: u32) -> Result<String> {
+fn losetup_attach(file: &Path, sector: u32, rq_affinity: u32) -> Result<String> {
     let out = Command::new("losetup")
         .args(["--find", "--show", "--direct-io=on", "--sector-size"])
         .arg(sector.to_string())
@@ -430,20 +434,34 @@ fn losetup_attach(file: &Path, sector: u32) -> Result<String> {
             eprintln!("vsl: warning: {dev} runs without direct I/O");
         }
     }
-    // Completions on the CPU that submitted the request (docs/ATTACH_PERF.md,
-    // seventh round); the default, 1, is put back at detach.
-    if let Err(e) = set_rq_affinity(&dev, RQ_AFFINITY) {
-        eprintln!("vsl: warning: {dev}: completions stay where the kernel puts them ({e})");
+    // Where completions run (docs/ATTACH_PERF.md, seventh and eighth
+    // rounds); the default, 1, is put back at detach.
+    if rq_affinity != RQ_AFFINITY_DEFAULT {
+        if let Err(e) = set_rq_affinity(&dev, rq_affinity) {
+            eprintln!("vsl: warning: {dev}: completions stay where the kernel puts them ({e})");
+        }
     }
     Ok(dev)
 }
 
-/// `rq_affinity` of the loop devices while attached: 2, complete each
-/// request on the CPU that submitted it. A loop device has one hardware
-/// queue, so with the default (1) the daemon's answer, given from its
-/// queue thread, raises the block softirq there and wakes `ksoftirqd` to
-/// complete it; with 2 the completion is sent to the client's CPU.
-const RQ_AFFINITY: u32 = 2;
+/// The kernel's default `rq_affinity`, put back at detach.
+const RQ_AFFINITY_DEFAULT: u32 = 1;
+
+/// `rq_affinity` of the loop devices while attached. With model timing, 2:
+/// complete each request on the CPU that submitted it. A loop device has
+/// one hardware queue, so with the default (1) the daemon's answer, given
+/// from its queue thread, raises the block softirq there and wakes
+/// `ksoftirqd` to complete it; with 2 the completion is sent to the
+/// client's CPU, which helps the few-thread clients the model paces. With
+/// no timing the default stays: at 128 requests in flight the
+/// inter-processor interrupt per request costs more than it saves
+/// (alternating A/B, docs/ATTACH_PERF.md, eighth round).
+fn rq_affinity_for(timing: Timing) -> u32 {
+    match timing {
+        Timing::Model => 2,
+        Timing::None => RQ_AFFINITY_DEFAULT,
+    }
+}
 
 /// Writes `/sys/block/<dev>/queue/rq_affinity`.
 fn set_rq_affinity(dev: &str, value: u32) -> std::io::Result<()> {
@@ -457,7 +475,7 @@ fn set_rq_affinity(dev: &str, value: u32) -> std::io::Result<()> {
 /// The kernel path's round trip through a loop device over the `.probe`
 /// file ([`crate::wakeup::probe`]).
 fn probe_kernel_path(file: &Path) -> Result<crate::wakeup::PathCost> {
-    let dev = losetup_attach(file, 512)?;
+    let dev = losetup_attach(file, 512, rq_affinity_for(Timing::Model))?;
     let r = crate::wakeup::probe(Path::new(&dev), 500);
     let d = losetup_detach(&dev);
     let cost = r.with_context(|| format!("probe I/O on {dev}"))?;
@@ -467,7 +485,7 @@ fn probe_kernel_path(file: &Path) -> Result<crate::wakeup::PathCost> {
 
 fn losetup_detach(dev: &str) -> Result<()> {
     // The loop device is shared with other users once detached.
-    let _ = set_rq_affinity(dev, 1);
+    let _ = set_rq_affinity(dev, RQ_AFFINITY_DEFAULT);
     let st = Command::new("losetup").arg("-d").arg(dev).status()?;
     if !st.success() {
         bail!("losetup -d {dev} failed");
@@ -582,6 +600,7 @@ impl Daemon {
             path_cost: None,
             fuse_transport: "/dev/fuse".into(),
             path_trim: cfg.path_trim && cfg.timing == Timing::Model,
+            rq_affinity: rq_affinity_for(cfg.timing),
         };
         let mut d = Daemon {
             state: state.clone(),
@@ -626,7 +645,7 @@ impl Daemon {
         }
         for e in &d.engines {
             let file = mnt.join(device_file_name(e.member));
-            match losetup_attach(&file, e.sector_bytes()) {
+            match losetup_attach(&file, e.sector_bytes(), state.rq_affinity) {
                 Ok(dev) => state.devices.push(AttachedDevice {
                     member: e.member,
                     loop_device: dev,

@@ -391,9 +391,10 @@ fn issue13_the_reads_lead_is_trimmed_while_reads_flow() {
     assert_eq!(lead("off"), 0.0, "--path-trim off trimmed the lead");
 }
 
-/// Issue 13: while attached, the card's loop devices complete requests on
-/// the submitting CPU (`rq_affinity` 2); detach puts the default (1) back
-/// for the loop device's next user.
+/// Issue 13: while attached with model timing, the card's loop devices
+/// complete requests on the submitting CPU (`rq_affinity` 2); with
+/// `--timing none` they keep the kernel's default (1); detach puts the
+/// default back for the loop device's next user.
 #[test]
 fn issue13_loop_devices_complete_on_the_submitting_cpu_while_attached() {
     if skip(
@@ -402,8 +403,6 @@ fn issue13_loop_devices_complete_on_the_submitting_cpu_while_attached() {
     ) {
         return;
     }
-    let rig = Rig::new("rqaff");
-    let devs = rig.attach(common::TINY_CARD);
     let path = |dev: &str| {
         format!(
             "/sys/block/{}/queue/rq_affinity",
@@ -416,11 +415,17 @@ fn issue13_loop_devices_complete_on_the_submitting_cpu_while_attached() {
             .trim()
             .to_string()
     };
-    for dev in &devs {
-        assert_eq!(read(dev), "2", "{dev} while attached");
-    }
-    rig.detach_all();
-    for dev in &devs {
-        assert_eq!(read(dev), "1", "{dev} after detach");
+    for (timing, want) in [("model", "2"), ("none", "1")] {
+        let rig = Rig::new(&format!("rqaff-{timing}"));
+        let mut args = common::TINY_CARD.to_vec();
+        args.extend(["--timing", timing]);
+        let devs = rig.attach(&args);
+        for dev in &devs {
+            assert_eq!(read(dev), want, "{dev} while attached, timing {timing}");
+        }
+        rig.detach_all();
+        for dev in &devs {
+            assert_eq!(read(dev), "1", "{dev} after detach, timing {timing}");
+        }
     }
 }
