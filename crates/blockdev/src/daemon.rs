@@ -435,9 +435,11 @@ fn losetup_attach(file: &Path, sector: u32, rq_affinity: u32) -> Result<String> 
         }
     }
     // Where completions run (docs/ATTACH_PERF.md, seventh and eighth
-    // rounds); the default, 1, is put back at detach.
-    if rq_affinity != RQ_AFFINITY_DEFAULT {
-        if let Err(e) = set_rq_affinity(&dev, rq_affinity) {
+    // rounds); written even when it is the default, in case a daemon
+    // killed while attached left the device otherwise. The default, 1, is
+    // put back at detach.
+    if let Err(e) = set_rq_affinity(&dev, rq_affinity) {
+        if rq_affinity != RQ_AFFINITY_DEFAULT {
             eprintln!("vsl: warning: {dev}: completions stay where the kernel puts them ({e})");
         }
     }

@@ -393,8 +393,9 @@ fn issue13_the_reads_lead_is_trimmed_while_reads_flow() {
 
 /// Issue 13: while attached with model timing, the card's loop devices
 /// complete requests on the submitting CPU (`rq_affinity` 2); with
-/// `--timing none` they keep the kernel's default (1); detach puts the
-/// default back for the loop device's next user.
+/// `--timing none` they have the kernel's default (1), even when a killed
+/// daemon left them at 2; detach puts the default back for the loop
+/// device's next user.
 #[test]
 fn issue13_loop_devices_complete_on_the_submitting_cpu_while_attached() {
     if skip(
@@ -416,6 +417,10 @@ fn issue13_loop_devices_complete_on_the_submitting_cpu_while_attached() {
             .to_string()
     };
     for (timing, want) in [("model", "2"), ("none", "1")] {
+        // Every free loop device at the other value first (as a daemon
+        // killed while attached would leave them at 2), so the check
+        // fails unless the attach writes its own.
+        free_loops_rq_affinity(if want == "2" { "1" } else { "2" });
         let rig = Rig::new(&format!("rqaff-{timing}"));
         let mut args = common::TINY_CARD.to_vec();
         args.extend(["--timing", timing]);
@@ -426,6 +431,18 @@ fn issue13_loop_devices_complete_on_the_submitting_cpu_while_attached() {
         rig.detach_all();
         for dev in &devs {
             assert_eq!(read(dev), "1", "{dev} after detach, timing {timing}");
+        }
+    }
+    free_loops_rq_affinity("1");
+}
+
+/// Writes `value` to the `rq_affinity` of every loop device not bound to
+/// a file.
+fn free_loops_rq_affinity(value: &str) {
+    for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if name.starts_with("loop") && !e.path().join("loop/backing_file").exists() {
+            let _ = std::fs::write(e.path().join("queue/rq_affinity"), format!("{value}\n"));
         }
     }
 }
