@@ -228,7 +228,9 @@ pub fn run<D: VirtualDevice>(
     };
 
     let mut drained = end;
-    while let Some((t, (thread, issued, is_read, len))) = queue.pop() {
+    // Each completion issues its thread's next I/O in its place
+    // (`replace_top`: one sift of the heap instead of two).
+    while let Some((t, &(thread, issued, is_read, len))) = queue.peek() {
         while t >= boundary && boundary <= end {
             close(
                 &mut window,
@@ -255,7 +257,7 @@ pub fn run<D: VirtualDevice>(
         window.writes += !is_read as u64;
         window.bytes += len;
         let (done, r, l) = submit(dev, &mut gens, thread, t)?;
-        queue.push(done, (thread, t, r, l));
+        queue.replace_top(done, (thread, t, r, l));
     }
     // A final partial interval (duration not a multiple of the interval).
     if boundary > end && window.lat.count() > 0 {
