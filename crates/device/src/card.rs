@@ -448,6 +448,42 @@ impl Member {
     }
 }
 
+/// Division by a divisor fixed at construction: a shift and a mask when it
+/// is a power of two (sectors, chunks and the Duo's two members are),
+/// plain division otherwise. The same quotients either way.
+#[derive(Clone, Copy, Debug)]
+struct Divisor {
+    d: u64,
+    /// `log2(d)` when `d` is a power of two.
+    shift: Option<u32>,
+}
+
+impl Divisor {
+    fn new(d: u64) -> Divisor {
+        assert!(d > 0, "division by zero");
+        Divisor {
+            d,
+            shift: d.is_power_of_two().then(|| d.trailing_zeros()),
+        }
+    }
+
+    #[inline]
+    fn div(self, x: u64) -> u64 {
+        match self.shift {
+            Some(s) => x >> s,
+            None => x / self.d,
+        }
+    }
+
+    #[inline]
+    fn rem(self, x: u64) -> u64 {
+        match self.shift {
+            Some(_) => x & (self.d - 1),
+            None => x % self.d,
+        }
+    }
+}
+
 /// A modelled card: the selected members, striped as RAID 0.
 pub struct Card {
     pub config: CardConfig,
@@ -456,6 +492,11 @@ pub struct Card {
     chunk_sectors: u64,
     capacity_sectors: u64,
     sector_bytes: u32,
+    /// The per-I/O divisions by the sector, the chunk and the member
+    /// count, as shifts where they are powers of two.
+    div_sector: Divisor,
+    div_chunk: Divisor,
+    div_members: Divisor,
     host_bytes_read: u64,
     host_bytes_written: u64,
 }
@@ -509,6 +550,9 @@ impl Card {
         }
         Ok(Card {
             sector_bytes: config.sector_bytes,
+            div_sector: Divisor::new(sector),
+            div_chunk: Divisor::new(chunk_sectors),
+            div_members: Divisor::new(members.len() as u64),
             config,
             members,
             member_ids,
@@ -645,8 +689,8 @@ impl VirtualDevice for Card {
         offset: u64,
         len: u64,
     ) -> Result<Nanos, DeviceError> {
-        let sector = self.sector_bytes as u64;
-        if !offset.is_multiple_of(sector) || !len.is_multiple_of(sector) || len == 0 {
+        let sector = self.div_sector;
+        if sector.rem(offset) != 0 || sector.rem(len) != 0 || len == 0 {
             return Err(DeviceError::Misaligned {
                 offset,
                 len,
@@ -666,20 +710,20 @@ impl VirtualDevice for Card {
             IoKind::Write => self.host_bytes_written += len,
             IoKind::Trim => {}
         }
-        let mut lba = offset / sector;
-        let end = lba + len / sector;
+        let mut lba = sector.div(offset);
+        let end = lba + sector.div(len);
         if self.members.len() == 1 {
             return self.members[0].io(now, kind, lba, end - lba);
         }
-        let m = self.members.len() as u64;
+        let (dc, dm) = (self.div_chunk, self.div_members);
         let mut done = now;
         let mut failed = None;
         while lba < end {
-            let chunk = lba / self.chunk_sectors;
-            let within = lba % self.chunk_sectors;
+            let chunk = dc.div(lba);
+            let within = dc.rem(lba);
             let n = (self.chunk_sectors - within).min(end - lba);
-            let member = (chunk % m) as usize;
-            let member_lba = (chunk / m) * self.chunk_sectors + within;
+            let member = dm.rem(chunk) as usize;
+            let member_lba = dm.div(chunk) * self.chunk_sectors + within;
             match self.members[member].io(now, kind, member_lba, n) {
                 Ok(t) => done = done.max(t),
                 // A read of lost sectors fails; the other pieces still run.
@@ -699,15 +743,15 @@ impl VirtualDevice for Card {
     }
 
     fn prefetch(&self, offset: u64, deep: bool) {
-        let lba = offset / self.sector_bytes as u64;
+        let lba = self.div_sector.div(offset);
         let (member, member_lba) = if self.members.len() == 1 {
             (0, lba)
         } else {
-            let chunk = lba / self.chunk_sectors;
-            let m = self.members.len() as u64;
+            let (dc, dm) = (self.div_chunk, self.div_members);
+            let chunk = dc.div(lba);
             (
-                (chunk % m) as usize,
-                (chunk / m) * self.chunk_sectors + lba % self.chunk_sectors,
+                dm.rem(chunk) as usize,
+                dm.div(chunk) * self.chunk_sectors + dc.rem(lba),
             )
         };
         self.members[member].vsl.prefetch(member_lba, deep);
@@ -743,6 +787,20 @@ mod tests {
         let mut c = CardConfig::new(Preset::by_name(name).unwrap());
         c.scale = 0.01;
         c
+    }
+
+    #[test]
+    fn divisor_gives_plain_division() {
+        let seed = 0xd1u64;
+        let mut rng = sim::Prng::from_seed(seed);
+        for d in [1u64, 2, 3, 6, 8, 128, 256, 1000, 4096, 1 << 40] {
+            let dv = Divisor::new(d);
+            for _ in 0..10_000 {
+                let x = rng.next_u64() >> rng.below(64);
+                assert_eq!(dv.div(x), x / d, "{x} / {d}, seed {seed:#x}");
+                assert_eq!(dv.rem(x), x % d, "{x} % {d}, seed {seed:#x}");
+            }
+        }
     }
 
     #[test]
