@@ -215,7 +215,7 @@ fn wear_out(seed: u64, broken: bool) -> (Vec<(u64, f64, u64)>, Vec<HealthState>,
     loop {
         i += 1;
         let lba = prng.below(n);
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             c.read(lba);
         } else if let Err(e) = c.write(lba) {
             assert!(matches!(e, DeviceError::ReadOnly { .. }), "{e}");
@@ -225,7 +225,7 @@ fn wear_out(seed: u64, broken: bool) -> (Vec<(u64, f64, u64)>, Vec<HealthState>,
         if *states.last().unwrap() != state {
             states.push(state);
         }
-        if i % 10_000 == 0 {
+        if i.is_multiple_of(10_000) {
             let s = c.card.media()[0].stats;
             let per_read = (s.corrected_bits - bits0) as f64 / (c.reads - reads0).max(1) as f64;
             windows.push((c.reads, per_read, s.read_retries - retries0));

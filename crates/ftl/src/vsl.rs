@@ -1164,7 +1164,7 @@ impl Vsl {
             // as the full card erases when its victim is done.
             let k = self.cfg.gc_stall_lebs as usize;
             let group = self.gc_group.len() + 1;
-            let release = (self.pool_free() + group) % k == 0 || group >= k;
+            let release = (self.pool_free() + group).is_multiple_of(k) || group >= k;
             let charge = release && self.cfg.gc_stall_lebs == self.cfg.erase_batch;
             let done = self.nand.erase_leb_in_batch(t, v.leb, charge);
             if self.rel.is_some() {
