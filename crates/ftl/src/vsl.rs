@@ -1217,7 +1217,7 @@ impl Vsl {
         v.next = psa - base + 1;
         self.victim = Some(v);
         // The map entry a move rewrites is a random access: start loading
-        // the one a few slots ahead (stale slots prefetch harmlessly).
+        // the one `GC_PREFETCH` slots ahead (stale slots prefetch harmlessly).
         if let Some(&ahead) = self.p2l.get((psa + GC_PREFETCH) as usize) {
             if let Some(entry) = self.l2p.get(ahead as usize) {
                 prefetch_line(entry);
@@ -1577,8 +1577,13 @@ fn move_capacity_per_ns(cfg: &FtlConfig) -> f64 {
     banks.min(bus)
 }
 
-/// How many slots ahead of a GC move its map entry is prefetched.
-const GC_PREFETCH: u32 = 8;
+/// How many slots ahead of a GC move its map entry is prefetched: about 40
+/// moves at a victim two-thirds valid, a few microseconds of wall time,
+/// well over a random access's 350 ns here (a TLB miss under nested paging
+/// plus DRAM). 64 simulated a full-size 1.2 TB member 5-10 % faster than 8
+/// (bench/RESULTS.md, "Largest preset at full size"); results do not
+/// depend on it.
+const GC_PREFETCH: u32 = 64;
 
 /// A vector of `n` copies of `value` for the large per-sector and per-slot
 /// tables. On Linux their memory is marked for transparent huge pages
