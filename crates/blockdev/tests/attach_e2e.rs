@@ -434,18 +434,12 @@ fn issue13_loop_devices_complete_on_the_submitting_cpu_while_attached() {
             // daemon's kernel-path probe) may take the freed loop device
             // at once and set its own value: check only a device that is
             // still free before and after the read.
-            let bound = || {
-                std::path::Path::new(&format!(
-                    "/sys/block/{}/loop/backing_file",
-                    dev.trim_start_matches("/dev/")
-                ))
-                .exists()
-            };
-            if bound() {
+            let name = dev.trim_start_matches("/dev/");
+            if loop_is_bound(name) {
                 continue;
             }
             let value = read(dev);
-            if !bound() {
+            if !loop_is_bound(name) {
                 assert_eq!(value, "1", "{dev} after detach, timing {timing}");
             }
         }
@@ -453,12 +447,17 @@ fn issue13_loop_devices_complete_on_the_submitting_cpu_while_attached() {
     free_loops_rq_affinity("1");
 }
 
+/// Whether loop device `name` (e.g. `loop0`) is bound to a file.
+fn loop_is_bound(name: &str) -> bool {
+    std::path::Path::new(&format!("/sys/block/{name}/loop/backing_file")).exists()
+}
+
 /// Writes `value` to the `rq_affinity` of every loop device not bound to
 /// a file.
 fn free_loops_rq_affinity(value: &str) {
     for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
         let name = e.file_name().to_string_lossy().to_string();
-        if name.starts_with("loop") && !e.path().join("loop/backing_file").exists() {
+        if name.starts_with("loop") && !loop_is_bound(&name) {
             let _ = std::fs::write(e.path().join("queue/rq_affinity"), format!("{value}\n"));
         }
     }

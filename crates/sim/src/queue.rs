@@ -115,7 +115,7 @@ mod tests {
         }
         for step in 0..100_000u32 {
             // Few distinct times, so ties are common.
-            let (t, _) = a.peek().map(|(t, p)| (t, *p)).unwrap();
+            let t = a.peek_time().unwrap();
             let next = t + Nanos(rng.below(20));
             let x = a.pop().unwrap();
             a.push(next, step);
