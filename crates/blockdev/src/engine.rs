@@ -1130,6 +1130,13 @@ impl Engine {
         let g = self.lock();
         (g.card.stats(), g.card.members[0].vsl.stats())
     }
+
+    /// Free erase units over all, percent.
+    pub fn free_space_pct(&self) -> f64 {
+        let g = self.lock();
+        let v = &g.card.members[0].vsl;
+        100.0 * v.free_lebs() as f64 / v.lebs().max(1) as f64
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use crate::cli::{card_config, fetch_status};
 use crate::daemon::{list_states, name_for_store, AttachState};
 use crate::live::{list_runs, LiveRun};
 use crate::status::Interval;
+pub use crate::status::LatencyHistogram;
 use crate::store::{lock_store, Lifetime, Store, StoreHeader, STORE_VERSION};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
@@ -123,6 +124,13 @@ pub struct DeviceStatus {
     pub health: HealthReport,
     /// The last second of I/O (attached devices only).
     pub live: Option<Interval>,
+    /// Free erase units over all, percent (attached devices only).
+    #[serde(default)]
+    pub free_space_pct: Option<f64>,
+    /// Read and write latency since attach in fixed buckets (attached
+    /// devices only).
+    #[serde(default)]
+    pub latency_histogram: Option<LatencyHistogram>,
 }
 
 /// What `vsl status --json` prints.
@@ -223,6 +231,10 @@ pub fn device_status(dir: &Path) -> Result<Vec<DeviceStatus>> {
         let live = report
             .as_ref()
             .and_then(|r| r.members.iter().find(|s| s.member == m));
+        let (free, hist) = match live {
+            Some(s) => (Some(s.free_space_pct), Some(s.latency_histogram.clone())),
+            None => (None, None),
+        };
         let (health, lifetime, interval, ram, block) = match live {
             Some(s) => (
                 s.health.clone().ok_or_else(|| {
@@ -283,6 +295,8 @@ pub fn device_status(dir: &Path) -> Result<Vec<DeviceStatus>> {
             lifetime,
             health,
             live: interval,
+            free_space_pct: free,
+            latency_histogram: hist,
         });
     }
     Ok(out)

@@ -39,6 +39,56 @@ impl Percentiles {
     }
 }
 
+/// Upper bounds of the latency histogram's buckets, µs (a last bucket
+/// takes the rest): 10 µs to 1 s in 1-2-5 steps.
+pub const LATENCY_BOUNDS_US: [f64; 16] = [
+    10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6,
+];
+
+/// Latency since attach in fixed buckets, for Prometheus: the count in
+/// each bucket (not cumulative; one more than `bounds_us`, the last
+/// unbounded) and the sum.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyHistogram {
+    pub bounds_us: Vec<f64>,
+    pub read_counts: Vec<u64>,
+    pub read_sum_us: f64,
+    pub write_counts: Vec<u64>,
+    pub write_sum_us: f64,
+}
+
+/// Counts per bucket of [`LATENCY_BOUNDS_US`] (ns histogram).
+fn bucket_counts(h: &Histogram<u64>) -> Vec<u64> {
+    let mut out = Vec::with_capacity(LATENCY_BOUNDS_US.len() + 1);
+    let mut below = 0;
+    for b in LATENCY_BOUNDS_US {
+        let upto = h.count_between(0, (b * 1e3) as u64);
+        out.push(upto - below);
+        below = upto;
+    }
+    out.push(h.len() - below);
+    out
+}
+
+impl LatencyHistogram {
+    fn of(read: &Histogram<u64>, write: &Histogram<u64>) -> LatencyHistogram {
+        let sum = |h: &Histogram<u64>| {
+            if h.is_empty() {
+                0.0
+            } else {
+                h.mean() * h.len() as f64 / 1e3
+            }
+        };
+        LatencyHistogram {
+            bounds_us: LATENCY_BOUNDS_US.to_vec(),
+            read_counts: bucket_counts(read),
+            read_sum_us: sum(read),
+            write_counts: bucket_counts(write),
+            write_sum_us: sum(write),
+        }
+    }
+}
+
 /// Rates over the last sampling interval.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Interval {
@@ -112,6 +162,12 @@ pub struct MemberStatus {
     /// on top of the probed round trip.
     #[serde(default)]
     pub lead_trim_read_us: f64,
+    /// Read and write latency since attach in fixed buckets.
+    #[serde(default)]
+    pub latency_histogram: LatencyHistogram,
+    /// Free erase units over all, percent.
+    #[serde(default)]
+    pub free_space_pct: f64,
 }
 
 /// [`MemberStatus::prefault`].
@@ -228,7 +284,7 @@ impl Sampler {
                 let c = &e.counters;
                 let host = f.host_sectors_written - self.base_host[i];
                 let moved = f.gc_sectors_moved - self.base_moved[i];
-                let (rl, wl, late, mr, mw, sv, fl) = {
+                let (rl, wl, late, mr, mw, sv, fl, hist) = {
                     let l = c.latency.lock().unwrap_or_else(|p| p.into_inner());
                     (
                         Percentiles::of(&l.read_total),
@@ -238,6 +294,7 @@ impl Sampler {
                         Percentiles::of(&l.model_write),
                         Percentiles::of(&l.service),
                         Percentiles::of(&l.flush),
+                        LatencyHistogram::of(&l.read_total, &l.write_total),
                     )
                 };
                 let late_n = c.late_count.load(Relaxed).max(1);
@@ -301,6 +358,8 @@ impl Sampler {
                         dropped_slots: e.warm.recycled.dropped_slots.load(Relaxed),
                     },
                     lead_trim_read_us: e.lead.extra_ns() as f64 / 1e3,
+                    latency_histogram: hist,
+                    free_space_pct: e.free_space_pct(),
                 }
             })
             .collect();

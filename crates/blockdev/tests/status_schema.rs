@@ -89,6 +89,9 @@ fn status_json_matches_the_documented_schema() {
     let interval = serde_json::to_value(Interval::default()).unwrap();
     check(&doc, "interval", &interval);
     check(&doc, "percentiles", &interval["read_latency"]);
+    let hist = serde_json::to_value(blockdev::manage::LatencyHistogram::default()).unwrap();
+    check(&doc, "latency_histogram", &hist);
+    assert!(d["latency_histogram"].is_null(), "detached: no histogram");
     check(&doc, "run", &v["runs"][0]);
     check(&doc, "point", &v["runs"][0]["points"][0]);
     let _ = std::fs::remove_dir_all(&dir);

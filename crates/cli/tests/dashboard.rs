@@ -49,11 +49,16 @@ impl Drop for Rig {
 
 /// A minimal HTTP/1.1 request: (status, body).
 fn http(addr: &str, method: &str, path: &str, body: &str) -> (u32, String) {
+    http_with(addr, method, path, "", body)
+}
+
+/// [`http`] with extra header lines (each ending in CRLF).
+fn http_with(addr: &str, method: &str, path: &str, extra: &str, body: &str) -> (u32, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{extra}Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -270,11 +275,9 @@ fn dashboard_streams_a_simulation_and_shows_an_attached_card() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let first = BufReader::new(serve.stdout.take().unwrap())
-        .lines()
-        .next()
-        .unwrap()
-        .unwrap();
+    let mut lines = BufReader::new(serve.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let token_line = lines.next().unwrap().unwrap();
     let _serve = Proc(serve);
     let url = first
         .split("http://")
@@ -284,6 +287,15 @@ fn dashboard_streams_a_simulation_and_shows_an_attached_card() {
         .to_string();
     let addr = url.clone();
     let base = format!("http://{url}/");
+    let token_file = token_line
+        .split("in ")
+        .last()
+        .unwrap()
+        .trim_end_matches('>');
+    let token_header = format!(
+        "X-OpenVSL-Token: {}\r\n",
+        std::fs::read_to_string(token_file).unwrap().trim()
+    );
 
     // The server sees the simulation and the card before the browser comes.
     let status: Value = wait_for(30, "a run and a card in /api/status", || {
@@ -342,16 +354,20 @@ fn dashboard_streams_a_simulation_and_shows_an_attached_card() {
     assert!(body.contains("member"), "{body}");
     let (code, body) = http(&addr, "GET", "/device?store=/no/such/store&member=0", "");
     assert_eq!(code, 404, "{body}");
-    let (code, body) = http(
+    let (code, body) = http_with(
         &addr,
         "POST",
         "/format",
+        &token_header,
         &format!("store={store_s}&preset=hp&sector_size=4096&confirm=nope"),
     );
     assert_eq!(code, 400, "{body}");
     assert!(body.contains("confirmation"), "{body}");
-    let (code, body) = http(&addr, "POST", "/format", "garbage");
+    let (code, body) = http_with(&addr, "POST", "/format", &token_header, "garbage");
     assert!((400..500).contains(&code), "{code} {body}");
+    // Without the token: refused before the form is read.
+    let (code, body) = http(&addr, "POST", "/format", "garbage");
+    assert_eq!(code, 403, "{body}");
 
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();

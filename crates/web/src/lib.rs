@@ -13,9 +13,18 @@
 //! endurance and temperature history), `/format?store=` (format with a
 //! confirmation), `/reports/` (review reports under `--reports`),
 //! `/api/status` (the `vsl status --json` document).
+//! `/metrics` (Prometheus exposition, [`metrics`]), `/login` (with
+//! `--token-file`), `/static/` (the pages' script and style).
+//!
+//! Every request passes [`guard::check`] first: Host, authentication,
+//! same origin and the per-process token for anything that changes a card,
+//! and the security headers (docs/ARCHITECTURE.md, "The dashboard's
+//! defences").
 
 mod chart;
+pub mod guard;
 mod history;
+pub mod metrics;
 mod pages;
 
 use anyhow::{Context, Result};
@@ -25,25 +34,47 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Form, Router};
 use clap::Args;
+use guard::Guard;
 use history::History;
 use serde::Deserialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// `vsl serve`.
 #[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
-    /// Address to listen on (only this machine by default).
+    /// Address to listen on (only this machine by default). A non-loopback
+    /// address needs --token-file.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: String,
     /// Directory whose review reports (`*/index.html`) are listed and served.
     #[arg(long, default_value = ".")]
     pub reports: PathBuf,
+    /// A further name the server answers to in the Host header, `NAME` (with
+    /// the port served) or `NAME:PORT` (behind a proxy); repeatable. Loopback
+    /// names and the address served are always allowed.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+    /// File holding a secret token (one word, 16+ characters, mode 600):
+    /// requires `Authorization: Bearer TOKEN` of the API and a login of the
+    /// pages. Required to listen off loopback.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Serve HTTPS with this PEM certificate (chain) and --tls-key.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Serve no endpoint that changes a card (no /format).
+    #[arg(long)]
+    pub read_only: bool,
 }
 
 pub(crate) struct App {
     history: Mutex<History>,
     reports: PathBuf,
+    guard: Arc<Guard>,
 }
 
 type Shared = Arc<App>;
@@ -73,40 +104,186 @@ pub fn run_serve(a: ServeArgs) -> Result<()> {
             a.listen
         )
     })?;
+    if !addr.ip().is_loopback() && a.token_file.is_none() {
+        anyhow::bail!(
+            "--listen {addr} is reachable from other machines: give --token-file FILE (and \
+             --tls-cert/--tls-key), or keep 127.0.0.1 and use an SSH tunnel"
+        );
+    }
+    let bearer = a
+        .token_file
+        .as_deref()
+        .map(guard::read_token_file)
+        .transpose()?;
+    let tls = match (&a.tls_cert, &a.tls_key) {
+        (Some(c), Some(k)) => Some(tls_config(c, k)?),
+        _ => None,
+    };
+    let listener =
+        std::net::TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
+    listener.set_nonblocking(true).context("listening socket")?;
+    let bound = listener.local_addr().context("listening address")?;
+    let guard = Arc::new(Guard::new(
+        bound,
+        &a.allowed_hosts,
+        bearer,
+        tls.is_some(),
+        a.read_only,
+    )?);
+    let token_file = write_script_token(bound, guard.token());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the server runtime")?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr}"))?;
         let app = Arc::new(App {
             history: Mutex::new(History::default()),
             reports: a.reports,
+            guard,
         });
         tokio::spawn(history::sample_forever(app.clone()));
-        let bound = listener.local_addr().context("listening address")?;
-        println!("vsl serve: dashboard on http://{bound}/");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        println!("vsl serve: dashboard on {scheme}://{bound}/");
+        match &token_file {
+            Some(p) => println!(
+                "vsl serve: scripts send the header X-OpenVSL-Token: <the token in {}>",
+                p.display()
+            ),
+            None => println!("vsl serve: could not write the scripts' token file; scripts use --token-file's bearer token"),
+        }
         use std::io::Write;
         let _ = std::io::stdout().flush();
-        axum::serve(listener, router(app)).await.context("serving")
+        let routes = router(app).into_make_service();
+        match tls {
+            Some(cfg) => axum_server::from_tcp_rustls(listener, cfg)
+                .context("serving")?
+                .serve(routes)
+                .await
+                .context("serving"),
+            None => {
+                let l = tokio::net::TcpListener::from_std(listener).context("listening socket")?;
+                axum::serve(l, routes).await.context("serving")
+            }
+        }
     })
 }
 
+/// The TLS configuration from PEM files, checked before listening.
+fn tls_config(cert: &Path, key: &Path) -> Result<axum_server::tls_rustls::RustlsConfig> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .and_then(|i| i.collect::<Result<_, _>>())
+        .map_err(|e| anyhow::anyhow!("--tls-cert {}: {e}", cert.display()))?;
+    if certs.is_empty() {
+        anyhow::bail!("--tls-cert {}: no certificate in the file", cert.display());
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| anyhow::anyhow!("--tls-key {}: {e}", key.display()))?;
+    let cfg = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| anyhow::anyhow!("--tls-cert/--tls-key: {e}"))?;
+    Ok(axum_server::tls_rustls::RustlsConfig::from_config(
+        Arc::new(cfg),
+    ))
+}
+
+/// Writes the per-process token for scripts to
+/// `<run dir>/serve-<port>.token` (mode 600), or None if it cannot.
+fn write_script_token(bound: std::net::SocketAddr, token: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = blockdev::daemon::run_base();
+    std::fs::create_dir_all(&dir).ok()?;
+    let path = dir.join(format!("serve-{}.token", bound.port()));
+    let _ = std::fs::remove_file(&path);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .ok()?;
+    use std::io::Write;
+    writeln!(f, "{token}").ok()?;
+    Some(path)
+}
+
 fn router(app: Shared) -> Router {
-    Router::new()
+    let guard = app.guard.clone();
+    let mut r = Router::new()
         .route("/", get(overview))
         .route("/fragment/overview", get(overview_fragment))
         .route("/device", get(device_page))
         .route("/fragment/device", get(device_fragment))
-        .route("/format", get(format_page).post(format_post))
         .route("/reports/", get(reports_page))
         .route("/reports/{*path}", get(report_file))
         .route("/api/status", get(api_status))
-        .fallback(|| async { not_found("no such page") })
+        .route("/metrics", get(metrics_page))
+        .route(
+            "/static/app.js",
+            get(|| async { asset("text/javascript", pages::SCRIPT) }),
+        )
+        .route(
+            "/static/app.css",
+            get(|| async { asset("text/css", pages::STYLE) }),
+        )
+        .route("/login", get(login_page).post(login_post));
+    if !guard.read_only {
+        r = r.route("/format", get(format_page).post(format_post));
+    }
+    r.fallback(|| async { not_found("no such page") })
         .with_state(app)
+        .layer(axum::middleware::from_fn_with_state(guard, guard::check))
+}
+
+fn asset(kind: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, kind),
+            (header::CACHE_CONTROL, "max-age=3600"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn metrics_page(State(app): State<Shared>) -> Response {
+    let h = app.history.lock().unwrap_or_else(|p| p.into_inner());
+    match &h.doc {
+        Some(doc) => (
+            [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+            metrics::render(doc),
+        )
+            .into_response(),
+        None => WebError(StatusCode::SERVICE_UNAVAILABLE, "no status yet".into()).into_response(),
+    }
+}
+
+async fn login_page(State(app): State<Shared>) -> Html<String> {
+    Html(pages::login(app.guard.token(), None))
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    #[serde(default)]
+    password: String,
+}
+
+async fn login_post(State(app): State<Shared>, Form(f): Form<LoginForm>) -> Response {
+    match app.guard.login(&f.password) {
+        Some(id) => (
+            [(header::SET_COOKIE, app.guard.session_cookie(&id))],
+            axum::response::Redirect::to("/"),
+        )
+            .into_response(),
+        None => (
+            StatusCode::UNAUTHORIZED,
+            Html(pages::login(app.guard.token(), Some("wrong token"))),
+        )
+            .into_response(),
+    }
 }
 
 async fn overview(State(app): State<Shared>) -> Html<String> {
@@ -146,7 +323,7 @@ async fn device_page(
         .await
         .map_err(|e| WebError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
     let h = app.history.lock().unwrap_or_else(|p| p.into_inner());
-    Ok(Html(pages::device(&d.0, &h)))
+    Ok(Html(pages::device(&d.0, &h, !app.guard.read_only)))
 }
 
 async fn device_fragment(
@@ -165,13 +342,16 @@ struct StoreQuery {
     store: String,
 }
 
-async fn format_page(Query(q): Query<StoreQuery>) -> Result<Html<String>, WebError> {
+async fn format_page(
+    State(app): State<Shared>,
+    Query(q): Query<StoreQuery>,
+) -> Result<Html<String>, WebError> {
     let store = q.store.clone();
     let d = tokio::task::spawn_blocking(move || blockdev::manage::device_status(store.as_ref()))
         .await
         .map_err(|e| WebError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
         .map_err(|e| not_found(format!("{e:#}")))?;
-    Ok(Html(pages::format_form(&q.store, &d)))
+    Ok(Html(pages::format_form(&q.store, &d, app.guard.token())))
 }
 
 #[derive(Deserialize)]

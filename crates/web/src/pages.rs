@@ -8,14 +8,18 @@ use blockdev::manage::DeviceStatus;
 use std::fmt::Write;
 use std::path::Path;
 
-const STYLE: &str = "body{font-family:sans-serif;margin:0;background:#f4f5f7;color:#222}\
+/// The pages' style sheet, served as `/static/app.css` (the CSP allows no
+/// inline style).
+pub const STYLE: &str = "body{font-family:sans-serif;margin:0;background:#f4f5f7;color:#222}\
 header{background:#1d3557;color:#fff;padding:10px 20px}header a{color:#fff;margin-right:18px}\
 main{padding:10px 20px}section{background:#fff;border:1px solid #ddd;border-radius:6px;margin:10px 0;padding:10px 14px}\
 .charts{display:flex;flex-wrap:wrap;gap:8px}table{border-collapse:collapse}td,th{padding:3px 10px;border-bottom:1px solid #eee;text-align:left}\
 .warn{color:#a00;font-weight:bold}.muted{color:#777}";
 
-const REFRESH: &str = "<script>setInterval(()=>{document.querySelectorAll('[data-src]').forEach(e=>{\
-fetch(e.dataset.src).then(r=>r.ok?r.text():Promise.reject(r.status)).then(t=>{e.innerHTML=t}).catch(()=>{})})},1000)</script>";
+/// The pages' script, served as `/static/app.js` (the CSP allows no inline
+/// script): refreshes every `[data-src]` element once a second.
+pub const SCRIPT: &str = "setInterval(()=>{document.querySelectorAll('[data-src]').forEach(e=>{\
+fetch(e.dataset.src).then(r=>r.ok?r.text():Promise.reject(r.status)).then(t=>{e.innerHTML=t}).catch(()=>{})})},1000);\n";
 
 pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -38,9 +42,9 @@ fn url(s: &str) -> String {
 
 fn page(title: &str, body: &str) -> String {
     format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{} — openvsl</title><style>{STYLE}</style></head>\
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{} — openvsl</title><link rel=\"stylesheet\" href=\"/static/app.css\"></head>\
 <body><header><b>openvsl</b> &nbsp; <a href=\"/\">Dashboard</a><a href=\"/reports/\">Review reports</a><a href=\"/api/status\">JSON</a></header>\
-<main>{body}</main>{REFRESH}</body></html>",
+<main>{body}</main><script src=\"/static/app.js\"></script></body></html>",
         esc(title)
     )
 }
@@ -388,27 +392,36 @@ pub fn device_body(d: &DeviceStatus, h: &History) -> String {
     )
 }
 
-pub fn device(d: &DeviceStatus, h: &History) -> String {
+/// `can_format`: false under `vsl serve --read-only` (no link to /format).
+pub fn device(d: &DeviceStatus, h: &History, can_format: bool) -> String {
     let src = format!(
         "/fragment/device?store={}&member={}",
         url(&d.store),
         d.member
     );
+    let format_link = if can_format {
+        format!(
+            "<p><a href=\"/format?store={}\">Low-level format…</a></p>",
+            esc(&url(&d.store))
+        )
+    } else {
+        String::new()
+    };
     page(
         &format!("{} ioMemory {}", d.store, d.member),
         &format!(
-            "<h2>{} ioMemory {} <span class=\"muted\">{}</span></h2><p><a href=\"/format?store={}\">Low-level format…</a></p><div data-src=\"{}\">{}</div>",
+            "<h2>{} ioMemory {} <span class=\"muted\">{}</span></h2>{format_link}<div data-src=\"{}\">{}</div>",
             esc(&d.store),
             d.member,
             esc(&d.model),
-            esc(&url(&d.store)),
             esc(&src),
             device_body(d, h)
         ),
     )
 }
 
-pub fn format_form(store: &str, devices: &[DeviceStatus]) -> String {
+/// `token`: the per-process token, sent back with the form.
+pub fn format_form(store: &str, devices: &[DeviceStatus], token: &str) -> String {
     let cur = devices.first();
     let (cap, sector) = cur.map_or((0, 4096), |d| (d.formatted_capacity_bytes, d.sector_bytes));
     let opt = |v: u32| {
@@ -420,6 +433,7 @@ pub fn format_form(store: &str, devices: &[DeviceStatus]) -> String {
 <p>Now: {:.2} GB per ioMemory device in {sector}-byte sectors ({}). The card must be detached.</p>\
 <p class=\"warn\">Formatting erases ALL data on the card. Lifetime counters, wear and temperature history are kept.</p>\
 <form method=\"post\" action=\"/format\"><input type=\"hidden\" name=\"store\" value=\"{store}\">\
+<input type=\"hidden\" name=\"token\" value=\"{token}\">\
 <table><tr><th>preset</th><td><select name=\"preset\"><option>stock</option><option>hp</option><option>improved-write</option><option>max-write</option></select></td></tr>\
 <tr><th>or capacity</th><td><input name=\"capacity\" placeholder=\"e.g. 256G\"></td></tr>\
 <tr><th>or over-provisioning</th><td><input name=\"overprovision\" placeholder=\"e.g. 36%\"></td></tr>\
@@ -431,8 +445,26 @@ pub fn format_form(store: &str, devices: &[DeviceStatus]) -> String {
         opt(512),
         opt(4096),
         store = esc(store),
+        token = esc(token),
     );
     page("Format", &body)
+}
+
+/// The login form of `--token-file`; `error` after a wrong token.
+pub fn login(token: &str, error: Option<&str>) -> String {
+    let err = error.map_or(String::new(), |e| {
+        format!("<p class=\"warn\">{}</p>", esc(e))
+    });
+    page(
+        "Log in",
+        &format!(
+            "<h2>Log in</h2>{err}<form method=\"post\" action=\"/login\">\
+<input type=\"hidden\" name=\"token\" value=\"{}\">\
+<p>Token (the contents of <code>--token-file</code>): <input type=\"password\" name=\"password\" size=\"50\" autofocus></p>\
+<p><button type=\"submit\">Log in</button></p></form>",
+            esc(token)
+        ),
+    )
 }
 
 pub fn formatted(store: &str, output: &str) -> String {
