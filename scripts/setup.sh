@@ -16,6 +16,10 @@ command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
 command -v mkfs.ext4 >/dev/null 2>&1 || need_apt+=(e2fsprogs)
 command -v mount >/dev/null 2>&1 || need_apt+=(mount)
 command -v pgbench >/dev/null 2>&1 || need_apt+=(postgresql)
+# vsl serve's /metrics test: a real Prometheus server scrapes it; its TLS
+# test makes a self-signed certificate with openssl.
+command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 # vsl serve's browser test (crates/web): headless Chromium driven over CDP.
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 # bench/attach_model.sh: sysbench fileio on ext4 on the attached card.

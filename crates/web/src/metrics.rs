@@ -426,19 +426,28 @@ pub static RUN_METRICS: &[Metric<LiveRun>] = &[
 
 type Labels = Vec<(&'static str, String)>;
 
+/// A label value as the text format wants it: prometheus-client 0.24
+/// writes values as given, so a store path with a quote or a newline
+/// would break the exposition (the test `label_values_are_escaped`).
+fn lv(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
 fn device_labels(d: &DeviceStatus) -> Labels {
     vec![
-        ("card", d.store.clone()),
+        ("card", lv(&d.store)),
         ("device", d.member.to_string()),
-        ("preset", d.model.clone()),
+        ("preset", lv(&d.model)),
     ]
 }
 
 fn run_labels(r: &LiveRun) -> Labels {
     vec![
         ("pid", r.pid.to_string()),
-        ("kind", r.kind.clone()),
-        ("label", r.label.clone()),
+        ("kind", lv(&r.kind)),
+        ("label", lv(&r.label)),
     ]
 }
 
@@ -522,4 +531,163 @@ pub fn all_series() -> Vec<String> {
     let mut out: Vec<String> = DEVICE_METRICS.iter().flat_map(|m| m.series()).collect();
     out.extend(RUN_METRICS.iter().flat_map(|m| m.series()));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blockdev::cli::card_config;
+    use blockdev::live::LivePoint;
+    use blockdev::manage::{device_status, STATUS_SCHEMA};
+    use blockdev::status::Interval;
+    use blockdev::store::{CardSpec, Store, StoreHeader};
+
+    /// A tiny store's device, detached as read from disk, and the same
+    /// device dressed as attached with a second of I/O.
+    fn devices() -> (DeviceStatus, DeviceStatus) {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("vsl-metrics-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let spec = CardSpec::tiny();
+        let cfg = card_config(&spec).unwrap().ftl_config().unwrap();
+        let slots = cfg.geometry.lebs() as u64 * cfg.slots_per_leb() as u64;
+        drop(Store::open(&dir, &StoreHeader::new(spec, vec![0], &cfg, slots)).unwrap());
+        let detached = device_status(&dir).unwrap().remove(0);
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut attached = detached.clone();
+        attached.state = DeviceState::Attached;
+        attached.live = Some(Interval {
+            seconds: 1.0,
+            read_iops: 100.0,
+            write_iops: 50.0,
+            read_mb_s: 0.4,
+            write_mb_s: 0.2,
+            ..Interval::default()
+        });
+        attached.free_space_pct = Some(12.5);
+        let mut h = LatencyHistogram {
+            bounds_us: blockdev::status::LATENCY_BOUNDS_US.to_vec(),
+            read_counts: vec![0; 17],
+            write_counts: vec![0; 17],
+            read_sum_us: 7000.0,
+            write_sum_us: 900.0,
+        };
+        h.read_counts[3] = 60; // ≤ 100 µs
+        h.read_counts[16] = 1; // > 1 s
+        h.write_counts[5] = 9; // ≤ 500 µs
+        attached.latency_histogram = Some(h);
+        (detached, attached)
+    }
+
+    fn doc(devices: Vec<DeviceStatus>) -> StatusDoc {
+        let run = LiveRun {
+            pid: 42,
+            kind: "run".into(),
+            label: "iodrive-duo-640-mlc stock 4k-randwrite".into(),
+            points_total: 3,
+            points: [LivePoint {
+                t_s: 30.0,
+                iops: 1000.0,
+                mb_s: 4.0,
+                latency_avg_us: 250.0,
+                latency_p99_us: 900.0,
+                latency_max_us: 4000.0,
+                temperature_c: Some(50.0),
+                power_w: Some(20.0),
+                endurance_used_pct: Some(1.5),
+            }]
+            .into(),
+            ..LiveRun::default()
+        };
+        StatusDoc {
+            schema: STATUS_SCHEMA.into(),
+            devices,
+            runs: vec![run],
+        }
+    }
+
+    /// The sample lines of a series: (labels, value).
+    fn samples<'a>(text: &'a str, series: &str) -> Vec<(&'a str, f64)> {
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let (name_labels, value) = l.rsplit_once(' ')?;
+                let (name, labels) = match name_labels.split_once('{') {
+                    Some((n, rest)) => (n, rest.trim_end_matches('}')),
+                    None => (name_labels, ""),
+                };
+                (name == series).then(|| (labels, value.parse().unwrap()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_metric_of_an_attached_device_and_a_run_is_exported() {
+        let (_, attached) = devices();
+        let text = render(&doc(vec![attached.clone()]));
+        assert!(text.trim_end().ends_with("# EOF"), "{text}");
+        for s in all_series() {
+            assert!(!samples(&text, &s).is_empty(), "{s} missing:\n{text}");
+        }
+        let labels = format!(
+            "card=\"{}\",device=\"0\",preset=\"{}\"",
+            attached.store, attached.model
+        );
+        let reads = samples(&text, "openvsl_read_iops");
+        assert_eq!(reads, vec![(labels.as_str(), 100.0)]);
+        assert_eq!(samples(&text, "openvsl_free_space_ratio")[0].1, 0.125);
+        // Histogram buckets are cumulative, in seconds, and end at +Inf = count.
+        let b = samples(&text, "openvsl_read_latency_seconds_bucket");
+        assert_eq!(b.len(), 17, "{b:?}");
+        let at = |le: &str| {
+            let hit = b.iter().find(|(l, _)| l.contains(&format!("le=\"{le}\"")));
+            hit.unwrap_or_else(|| panic!("no bucket le={le}: {b:?}")).1
+        };
+        assert_eq!(at("0.00005"), 0.0);
+        assert_eq!(at("0.0001"), 60.0);
+        assert_eq!(at("1.0"), 60.0);
+        assert_eq!(at("+Inf"), 61.0);
+        assert_eq!(
+            samples(&text, "openvsl_read_latency_seconds_count")[0].1,
+            61.0
+        );
+        assert!((samples(&text, "openvsl_read_latency_seconds_sum")[0].1 - 0.007).abs() < 1e-12);
+        // One state set to 1.
+        let st = samples(&text, "openvsl_device_state");
+        assert_eq!(st.len(), DEVICE_STATES.len());
+        assert_eq!(st.iter().filter(|(_, v)| *v == 1.0).count(), 1);
+        assert!(st
+            .iter()
+            .any(|(l, v)| l.contains("state=\"attached\"") && *v == 1.0));
+        let run = samples(&text, "openvsl_run_iops");
+        assert_eq!(run.len(), 1);
+        assert!(run[0].0.contains("pid=\"42\"") && run[0].1 == 1000.0);
+    }
+
+    #[test]
+    fn a_detached_device_has_no_live_figures() {
+        let (detached, _) = devices();
+        let text = render(&doc(vec![detached]));
+        for s in [
+            "openvsl_read_iops",
+            "openvsl_free_space_ratio",
+            "openvsl_read_latency_seconds_count",
+        ] {
+            assert!(samples(&text, s).is_empty(), "{s} of a detached device");
+        }
+        assert_eq!(samples(&text, "openvsl_reads_total").len(), 1);
+        let st = samples(&text, "openvsl_device_state");
+        assert!(st
+            .iter()
+            .any(|(l, v)| l.contains("state=\"detached\"") && *v == 1.0));
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        let (_, mut d) = devices();
+        d.store = "/tmp/a\"b\\c\nd".into();
+        let text = render(&doc(vec![d]));
+        assert!(text.contains(r#"card="/tmp/a\"b\\c\nd""#), "{text}");
+    }
 }
