@@ -172,6 +172,7 @@ fn bad_input_is_one_clear_line() {
         (&["--member", "0", "--fail-die", "1:3"], "not in use"),
         (&["--flashback", "magic"], "--flashback"),
         (&["--media-errors", "maybe"], "--media-errors"),
+        (&["--bssplit", "4k/50:8k/30"], "not 100"),
     ];
     for (extra, needle) in cases {
         let mut args = QUICK.to_vec();

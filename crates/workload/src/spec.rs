@@ -66,6 +66,13 @@ impl BlockSizes {
         if total > 1.0 + 1e-9 {
             return invalid(format!("bssplit weights in '{s}' add up to more than 100"));
         }
+        // As fio: with every entry weighted, the weights must make 100.
+        if unweighted == 0 && (total - 1.0).abs() > 1e-9 {
+            return invalid(format!(
+                "bssplit weights in '{s}' add up to {}, not 100",
+                (total * 1e4).round() / 100.0
+            ));
+        }
         let rest = if unweighted > 0 {
             (1.0 - total) / unweighted as f64
         } else {
@@ -300,6 +307,11 @@ mod tests {
         let b = BlockSizes::parse_split("4k/50:8k").unwrap();
         assert_eq!(b, BlockSizes::Split(vec![(4096, 0.5), (8192, 0.5)]));
         assert!(BlockSizes::parse_split("4k/80:8k/40").is_err());
+        // Issue 32: fio refuses percentages that do not make 100.
+        let e = BlockSizes::parse_split("4k/50:8k/30").unwrap_err().to_string();
+        assert!(e.contains("add up to 80, not 100"), "{e}");
+        assert!(BlockSizes::parse_split("4k/100").is_ok());
+        assert!(BlockSizes::parse_split("4k/99.5:8k/0.5").is_ok());
         assert!(BlockSizes::parse_split("x/10").is_err());
     }
 
