@@ -23,5 +23,6 @@ FUZZ_CASES=$CASES cargo test --release -q -p workload --test fuzz_parsers 2>&1 |
 FUZZ_CASES=$CASES cargo test --release -q -p vsl --test fuzz_plans 2>&1 | grep -E "test result|panicked"
 FUZZ_CASES=$((CASES / 10)) cargo test --release -q -p blockdev --test fuzz_files 2>&1 | grep -E "test result|panicked"
 FUZZ_CASES=$((CASES / 10)) cargo test --release -q -p ftl --test fuzz_ops 2>&1 | grep -E "test result|panicked"
+FUZZ_CASES=$CASES cargo test --release -q -p web --test fuzz_http 2>&1 | grep -E "test result|panicked"
 end=$(date +%s.%N)
 python3 -c "print(f'stable fuzz tests: {float($end) - float($start):.0f} s wall')"

@@ -210,6 +210,16 @@ fn write_script_token(bound: std::net::SocketAddr, token: &str) -> Option<PathBu
     Some(path)
 }
 
+/// The routes behind `guard`, with no sampler running (the status stays
+/// empty): what the fuzz tests drive in-process.
+pub fn router_for(reports: PathBuf, guard: Arc<Guard>) -> Router {
+    router(Arc::new(App {
+        history: Mutex::new(History::default()),
+        reports,
+        guard,
+    }))
+}
+
 fn router(app: Shared) -> Router {
     let guard = app.guard.clone();
     let mut r = Router::new()
