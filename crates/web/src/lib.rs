@@ -144,16 +144,23 @@ pub fn run_serve(a: ServeArgs) -> Result<()> {
         });
         tokio::spawn(history::sample_forever(app.clone()));
         let scheme = if tls.is_some() { "https" } else { "http" };
-        println!("vsl serve: dashboard on {scheme}://{bound}/");
-        match &token_file {
-            Some(p) => println!(
+        // Whoever started the server may close its stdout: the server
+        // keeps serving (println! would panic on the broken pipe).
+        use std::io::Write;
+        let mut out = std::io::stdout();
+        let _ = writeln!(out, "vsl serve: dashboard on {scheme}://{bound}/");
+        let _ = match &token_file {
+            Some(p) => writeln!(
+                out,
                 "vsl serve: scripts send the header X-OpenVSL-Token: <the token in {}>",
                 p.display()
             ),
-            None => println!("vsl serve: could not write the scripts' token file; scripts use --token-file's bearer token"),
-        }
-        use std::io::Write;
-        let _ = std::io::stdout().flush();
+            None => writeln!(
+                out,
+                "vsl serve: could not write the scripts' token file; scripts use --token-file's bearer token"
+            ),
+        };
+        let _ = out.flush();
         let routes = router(app).into_make_service();
         match tls {
             Some(cfg) => axum_server::from_tcp_rustls(listener, cfg)
