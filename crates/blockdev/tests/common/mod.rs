@@ -140,10 +140,16 @@ impl Rig {
         r
     }
 
+    /// Where this rig's `--restore` records go (never /var/lib/openvsl).
+    pub fn state_dir(&self) -> PathBuf {
+        self.root.join("state")
+    }
+
     pub fn vsl(&self, args: &[&str]) -> Output {
         Command::new(BIN)
             .args(args)
             .env("OPENVSL_RUN_DIR", &self.run_dir)
+            .env("OPENVSL_STATE_DIR", self.state_dir())
             .output()
             .expect("run vsl-blockdev")
     }
