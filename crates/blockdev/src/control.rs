@@ -54,10 +54,44 @@ pub enum ControlError {
     Busy(usize),
 }
 
+/// Longest answer line to a refused request (serde's messages quote the
+/// peer's strings whole).
+pub const REPLY_CHARS_MAX: usize = 400;
+
 impl ControlError {
-    /// The answer line sent back, without its newline: `error MESSAGE`.
+    /// The answer line sent back, without its newline: `error MESSAGE`,
+    /// at most [`REPLY_CHARS_MAX`] characters.
     pub fn reply(&self) -> String {
-        one_line(&format!("error {self}"))
+        let full = one_line(&format!("error {self}"));
+        if full.chars().count() <= REPLY_CHARS_MAX {
+            return full;
+        }
+        let mut cut: String = full.chars().take(REPLY_CHARS_MAX - 1).collect();
+        cut.push('…');
+        cut
+    }
+}
+
+/// The fuzzing entry point (`fuzz/fuzz_targets/control_message.rs`, and
+/// on stable Rust `tests/fuzz_files.rs`): what the daemon does with a
+/// peer's bytes, with its promises checked. Panics if one is broken.
+pub fn check_message(data: &[u8]) {
+    let mut r = std::io::BufReader::new(data);
+    match read_request(&mut r).and_then(|l| parse(&l)) {
+        Ok(Command::Atomic(req)) => {
+            assert!(
+                req.check().is_ok(),
+                "an accepted atomic request fails its check"
+            );
+            assert!(req.bytes() <= crate::atomic::BYTES_MAX);
+        }
+        Ok(Command::Status | Command::Detach) => {}
+        Err(e) => {
+            let reply = e.reply();
+            assert!(reply.starts_with("error "), "{reply}");
+            assert!(!reply.contains(['\n', '\r']), "{reply:?}");
+            assert!(reply.chars().count() <= REPLY_CHARS_MAX, "{reply}");
+        }
     }
 }
 
@@ -281,6 +315,12 @@ mod tests {
                 .collect::<Vec<_>>()
                 .join(",")
         );
+        // serde quotes a wrong-typed string whole: the reply is cut.
+        let long_string = format!(
+            "atomic {{\"member\":\"{}\nrm\",\"writes\":[],\"trims\":[]}}\n",
+            "m".repeat(100_000)
+        )
+        .replace("\nrm", "\\nrm");
         let cases: Vec<(Vec<u8>, &str)> = vec![
             (b"\n".to_vec(), "empty request"),
             (b"   \t \n".to_vec(), "empty request"),
@@ -323,6 +363,7 @@ mod tests {
                 b"atomic {\"member\":0,\"writes\":[[0,18446744073709551616]],\"trims\":[]}\n".to_vec(),
                 "malformed atomic request",
             ),
+            (long_string.into_bytes(), "invalid type: string"),
         ];
         for (input, want) in &cases {
             let shown = String::from_utf8_lossy(&input[..input.len().min(80)]).into_owned();
@@ -336,7 +377,12 @@ mod tests {
                 !err.contains('\n') && !err.contains('\r'),
                 "{shown:?}: {err}"
             );
-            assert!(err.len() < 400, "{shown:?}: a {}-byte error", err.len());
+            assert!(
+                err.chars().count() <= REPLY_CHARS_MAX,
+                "{shown:?}: a {}-byte error",
+                err.len()
+            );
+            check_message(input);
         }
     }
 
