@@ -37,17 +37,6 @@ fn records(rig: &Rig) -> Vec<serde_json::Value> {
     out
 }
 
-fn wait_dead(pid: u32) {
-    let t = Instant::now();
-    while blockdev::daemon::pid_alive(pid) {
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "pid {pid} still alive"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 fn stdout(out: &std::process::Output) -> String {
     assert!(
         out.status.success(),
@@ -88,10 +77,9 @@ fn job(dev: &str, name: &str) -> String {
 /// vanish and /run is empty.
 fn simulate_reboot(rig: &Rig, devs: &[String]) {
     let st = state(rig);
-    let pid = st["pid"].as_u64().unwrap() as u32;
     let mnt = st["mountpoint"].as_str().unwrap().to_string();
-    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    wait_dead(pid);
+    let pid = rig.kill_daemon();
+    assert_eq!(st["pid"].as_u64(), Some(pid as u64));
     for d in devs {
         sh(&format!("losetup -d {d}"));
     }

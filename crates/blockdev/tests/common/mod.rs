@@ -196,6 +196,22 @@ impl Rig {
         v["pid"].as_u64().unwrap() as u32
     }
 
+    /// Kills the daemon with SIGKILL and waits until it is gone (30 s at
+    /// most); returns its pid.
+    pub fn kill_daemon(&self) -> u32 {
+        let pid = self.daemon_pid();
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        let t = std::time::Instant::now();
+        while blockdev::daemon::pid_alive(pid) {
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(30),
+                "daemon {pid} survived SIGKILL"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        pid
+    }
+
     /// How the attached daemon gets its requests ("io_uring (N queues)" or
     /// "/dev/fuse"), from its state file.
     pub fn transport(&self) -> String {
