@@ -22,6 +22,10 @@ pub fn init() {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .with_target(false)
+        // A closed stderr (a pipe whose reader left) must not end the
+        // daemon: by default the layer reports a failed write with
+        // eprintln!, which panics when stderr is that same broken pipe.
+        .log_internal_errors(false)
         .with_max_level(level);
     let _ = if journal {
         b.without_time().try_init()

@@ -417,3 +417,55 @@ fn issue32_foreground_signals_ready_and_detaches_on_sigterm() {
     assert!(out.contains("forgot its record"), "{out}");
     assert!(records(&rig).is_empty());
 }
+
+/// Found while writing the test above: a foreground daemon whose stderr
+/// reader went away (`vsl attach --foreground 2>&1 | tee log`, tee
+/// killed) died at its next log line, without detaching: the `tracing`
+/// layer reported the failed write with `eprintln!`, which panics on the
+/// same broken pipe. It must stop cleanly all the same.
+#[test]
+fn issue32_foreground_with_a_closed_stderr_still_detaches_cleanly() {
+    let test = "issue32_foreground_with_a_closed_stderr_still_detaches_cleanly";
+    if skip(test, &["losetup"]) {
+        return;
+    }
+    let rig = Rig::new("closed-stderr");
+    let (sock, sock_path) = notify_socket(&rig);
+    let mut child = Command::new(BIN)
+        .args([
+            "attach",
+            "--foreground",
+            "--store",
+            rig.store.to_str().unwrap(),
+        ])
+        .args(common::TINY_CARD)
+        .args(["--timing", "none", "--fuse-uring", "off"])
+        .env("OPENVSL_RUN_DIR", &rig.run_dir)
+        .env("OPENVSL_STATE_DIR", rig.state_dir())
+        .env("NOTIFY_SOCKET", &sock_path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    recv_until(&sock, "READY=1");
+    let st = state(&rig);
+    let dev = st["devices"][0]["loop_device"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mnt = st["mountpoint"].as_str().unwrap().to_string();
+    drop(child.stderr.take());
+    // Two log lines into the broken pipe: a refused request, then the stop.
+    let socket = Path::new(st["socket"].as_str().unwrap()).to_path_buf();
+    assert!(raw(&socket, b"bogus\n").starts_with("error unknown command"));
+    assert!(raw(&socket, b"status\n").starts_with('{'));
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert!(!mounts.contains(&mnt), "{mnt} left mounted");
+    assert!(
+        blockdev::daemon::loop_backing_file(&dev).is_none_or(|f| !f.starts_with(&rig.run_dir)),
+        "{dev} left bound"
+    );
+}
