@@ -305,15 +305,10 @@ fn as_nobody(socket: &Path, bytes: &'static [u8]) -> String {
     .unwrap()
 }
 
-#[test]
-fn issue32_foreground_signals_ready_and_detaches_on_sigterm() {
-    let test = "issue32_foreground_signals_ready_and_detaches_on_sigterm";
-    if skip(test, &["losetup"]) {
-        return;
-    }
-    let rig = Rig::new("foreground");
-    let (sock, sock_path) = notify_socket(&rig);
-    let child = Command::new(BIN)
+/// `vsl-blockdev attach --foreground` of the rig's tiny card, reporting to
+/// the fake service manager at `notify`; stderr piped.
+fn spawn_foreground(rig: &Rig, notify: &Path, stdout: Stdio) -> std::process::Child {
+    Command::new(BIN)
         .args([
             "attach",
             "--foreground",
@@ -324,11 +319,22 @@ fn issue32_foreground_signals_ready_and_detaches_on_sigterm() {
         .args(["--timing", "none", "--fuse-uring", "off"])
         .env("OPENVSL_RUN_DIR", &rig.run_dir)
         .env("OPENVSL_STATE_DIR", rig.state_dir())
-        .env("NOTIFY_SOCKET", &sock_path)
-        .stdout(Stdio::piped())
+        .env("NOTIFY_SOCKET", notify)
+        .stdout(stdout)
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn issue32_foreground_signals_ready_and_detaches_on_sigterm() {
+    let test = "issue32_foreground_signals_ready_and_detaches_on_sigterm";
+    if skip(test, &["losetup"]) {
+        return;
+    }
+    let rig = Rig::new("foreground");
+    let (sock, sock_path) = notify_socket(&rig);
+    let child = spawn_foreground(&rig, &sock_path, Stdio::piped());
     let pid = child.id();
     let got = recv_until(&sock, "READY=1");
     assert!(got.contains(&format!("MAINPID={pid}")), "{got}");
@@ -431,22 +437,7 @@ fn issue32_foreground_with_a_closed_stderr_still_detaches_cleanly() {
     }
     let rig = Rig::new("closed-stderr");
     let (sock, sock_path) = notify_socket(&rig);
-    let mut child = Command::new(BIN)
-        .args([
-            "attach",
-            "--foreground",
-            "--store",
-            rig.store.to_str().unwrap(),
-        ])
-        .args(common::TINY_CARD)
-        .args(["--timing", "none", "--fuse-uring", "off"])
-        .env("OPENVSL_RUN_DIR", &rig.run_dir)
-        .env("OPENVSL_STATE_DIR", rig.state_dir())
-        .env("NOTIFY_SOCKET", &sock_path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_foreground(&rig, &sock_path, Stdio::null());
     recv_until(&sock, "READY=1");
     let st = state(&rig);
     let dev = st["devices"][0]["loop_device"]
