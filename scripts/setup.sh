@@ -15,6 +15,8 @@ command -v losetup >/dev/null 2>&1 || need_apt+=(util-linux)
 command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
 command -v mkfs.ext4 >/dev/null 2>&1 || need_apt+=(e2fsprogs)
 command -v mount >/dev/null 2>&1 || need_apt+=(mount)
+# The reboot test of `vsl attach --restore` unmounts FUSE as a reboot would.
+command -v fusermount3 >/dev/null 2>&1 || need_apt+=(fuse3)
 command -v pgbench >/dev/null 2>&1 || need_apt+=(postgresql)
 # vsl serve's /metrics test: a real Prometheus server scrapes it; its TLS
 # test makes a self-signed certificate with openssl.

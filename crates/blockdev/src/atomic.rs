@@ -11,6 +11,7 @@
 //! order; the answer is one line, `ok {"bytes_written":…,"bytes_trimmed":…}`
 //! or `error MESSAGE`.
 
+use crate::control::AtomicRequest;
 use crate::daemon::AttachState;
 use crate::engine::Engine;
 use anyhow::{anyhow, bail, Context, Result};
@@ -38,13 +39,6 @@ pub enum AtomicOp {
     Trim { offset: u64, len: u64 },
 }
 
-#[derive(Serialize, Deserialize, Debug)]
-struct Request {
-    member: u32,
-    writes: Vec<(u64, u64)>,
-    trims: Vec<(u64, u64)>,
-}
-
 /// What an applied atomic write did.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
 pub struct AtomicReply {
@@ -52,28 +46,12 @@ pub struct AtomicReply {
     pub bytes_trimmed: u64,
 }
 
-fn check_shape(writes: usize, trims: usize, bytes: u64) -> Result<()> {
-    if writes + trims == 0 {
-        bail!("an atomic write needs at least one write or trim");
-    }
-    if writes + trims > OPS_MAX {
-        bail!(
-            "{} ranges in one atomic write; at most {OPS_MAX}",
-            writes + trims
-        );
-    }
-    if bytes > BYTES_MAX {
-        bail!("{bytes} bytes in one atomic write; at most {BYTES_MAX}");
-    }
-    Ok(())
-}
-
 /// Submits `ops` as one atomic write to ioMemory device `member` of the
 /// daemon at `socket`; returns once it is applied and durable. An error
 /// means it was refused or the daemon died: then it is applied entirely
 /// or not at all (re-attach and read to know which).
 pub fn atomic_write(socket: &Path, member: u32, ops: &[AtomicOp]) -> Result<AtomicReply> {
-    let mut req = Request {
+    let mut req = AtomicRequest {
         member,
         writes: Vec::new(),
         trims: Vec::new(),
@@ -84,8 +62,7 @@ pub fn atomic_write(socket: &Path, member: u32, ops: &[AtomicOp]) -> Result<Atom
             AtomicOp::Trim { offset, len } => req.trims.push((*offset, *len)),
         }
     }
-    let bytes: u64 = req.writes.iter().map(|w| w.1).sum();
-    check_shape(req.writes.len(), req.trims.len(), bytes)?;
+    req.check().map_err(|e| anyhow!(e))?;
     let mut s = UnixStream::connect(socket)
         .with_context(|| format!("connecting to {}", socket.display()))?;
     s.set_read_timeout(Some(Duration::from_secs(120)))?;
@@ -114,22 +91,26 @@ pub fn atomic_write(socket: &Path, member: u32, ops: &[AtomicOp]) -> Result<Atom
     bail!("unexpected answer from the daemon: {line}")
 }
 
-/// Serves one `atomic` request whose JSON is `json` and whose data follows
-/// in `r`; answers on `w`. Runs on its own thread.
-pub(crate) fn serve(engines: &[Arc<Engine>], json: &str, r: &mut impl Read, w: &mut impl Write) {
-    let answer = match apply(engines, json, r) {
+/// Serves one `atomic` request, already parsed and checked for shape
+/// ([`crate::control::parse`]), whose data follows in `r`; answers on `w`.
+/// Runs on its own thread.
+pub(crate) fn serve(
+    engines: &[Arc<Engine>],
+    req: &AtomicRequest,
+    r: &mut impl Read,
+    w: &mut impl Write,
+) {
+    let answer = match apply(engines, req, r) {
         Ok(reply) => format!("ok {}", serde_json::to_string(&reply).unwrap_or_default()),
-        Err(e) => format!("error {}", format!("{e:#}").replace('\n', " ")),
+        Err(e) => format!("error {}", crate::control::one_line(&format!("{e:#}"))),
     };
     let _ = writeln!(w, "{answer}");
 }
 
-fn apply(engines: &[Arc<Engine>], json: &str, r: &mut impl Read) -> Result<AtomicReply> {
-    let req: Request =
-        serde_json::from_str(json).map_err(|e| anyhow!("malformed atomic request: {e}"))?;
-    let bytes = req.writes.iter().try_fold(0u64, |a, w| a.checked_add(w.1));
-    let bytes = bytes.ok_or_else(|| anyhow!("write lengths overflow"))?;
-    check_shape(req.writes.len(), req.trims.len(), bytes)?;
+fn apply(engines: &[Arc<Engine>], req: &AtomicRequest, r: &mut impl Read) -> Result<AtomicReply> {
+    // The parser checked it; checked again as this is the data's bound.
+    req.check().map_err(|e| anyhow!("{e}"))?;
+    let bytes = req.bytes();
     let engine = engines
         .iter()
         .find(|e| e.member == req.member)
@@ -141,20 +122,6 @@ fn apply(engines: &[Arc<Engine>], json: &str, r: &mut impl Read) -> Result<Atomi
                 served.join(", ")
             )
         })?;
-    let mut all: Vec<(u64, u64)> = req.writes.iter().chain(&req.trims).copied().collect();
-    all.sort_unstable();
-    if let Some(p) = all
-        .windows(2)
-        .find(|p| p[0].0.saturating_add(p[0].1) > p[1].0)
-    {
-        bail!(
-            "ranges {}+{} and {}+{} (offset+length, bytes) overlap",
-            p[0].0,
-            p[0].1,
-            p[1].0,
-            p[1].1
-        );
-    }
     let mut data = vec![0u8; bytes as usize];
     r.read_exact(&mut data)
         .context("reading the atomic write's data")?;

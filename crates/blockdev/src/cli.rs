@@ -1,6 +1,7 @@
 //! The command-line surface of real-time serving, for the `vsl` binary to
 //! flatten in: [`AttachArgs`] / [`run_attach`] (`vsl attach`, `vsl attach
-//! --list`), [`DetachArgs`] / [`run_detach`] (`vsl detach`) and
+//! --list`, `vsl attach --restore`, `vsl attach --foreground` for service
+//! managers), [`DetachArgs`] / [`run_detach`] (`vsl detach`) and
 //! [`StatusArgs`] / [`run_status`] (`vsl status`).
 
 use crate::daemon::{
@@ -8,26 +9,38 @@ use crate::daemon::{
     AttachState, Daemon, DaemonConfig, Orphan,
 };
 use crate::engine::Timing;
+use crate::record::{self, AttachRecord, RECORD_VERSION};
 use crate::status::StatusReport;
 use crate::store::{CardSpec, Store, StoreHeader};
 use anyhow::{anyhow, bail, Context, Result};
-use clap::Args;
+use clap::{Args, Parser};
 use device::{Card, CardConfig, DieFailure, Format, MemberSel, Preset};
+use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use workload::units::{parse_duration_ns, parse_percent, parse_size};
 
-/// `vsl attach`: serve a modelled card as Linux block devices.
-#[derive(Args, Debug, Clone)]
+/// `vsl attach`: serve a modelled card as Linux block devices. Also what
+/// an [`AttachRecord`] keeps (as JSON; an option a record lacks takes its
+/// default), so that `--restore` attaches a store as it was.
+#[derive(Args, Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct AttachArgs {
     /// Directory holding the card's data (created on first attach).
-    #[arg(long, required_unless_present = "list")]
+    #[arg(long, required_unless_present_any = ["list", "restore"])]
     pub store: Option<PathBuf>,
     /// List what is attached instead.
     #[arg(long)]
     pub list: bool,
+    /// Re-attach every store that was attached when the machine went down
+    /// (or its daemon died), with the options it was attached with: the
+    /// records under /var/lib/openvsl/attached ($OPENVSL_STATE_DIR), which
+    /// `vsl detach` removes. Stores attached by a service unit are left to
+    /// it.
+    #[arg(long, conflicts_with_all = ["store", "list", "foreground"])]
+    pub restore: bool,
     /// Device preset (see `vsl devices`). Default: the store's, or iodrive-duo-640-mlc.
     #[arg(long)]
     pub device: Option<String>,
@@ -97,7 +110,10 @@ pub struct AttachArgs {
     /// machine never used (a host fault per page in a VM): on or off.
     #[arg(long, default_value = "on")]
     pub recycle: String,
-    /// Stay in the foreground (Ctrl-C detaches) instead of daemonizing.
+    /// Stay in the foreground instead of daemonizing, for service managers:
+    /// logs go to stderr (the journal), readiness is sent with sd_notify
+    /// (READY=1, when NOTIFY_SOCKET is set), SIGTERM or Ctrl-C stops it
+    /// (keeping its --restore record; `vsl detach` removes it).
     #[arg(long)]
     pub foreground: bool,
     /// Fail a NAND die (repeatable): [MEMBER:]DIE[@TIME], TIME after attach
@@ -135,7 +151,36 @@ pub struct StatusArgs {
     pub json: bool,
 }
 
+/// [`AttachArgs`] alone, to parse a record's defaults.
+#[derive(Parser)]
+struct AttachOnly {
+    #[command(flatten)]
+    a: AttachArgs,
+}
+
+impl Default for AttachArgs {
+    /// What `vsl attach` means with no option (store and all unset).
+    fn default() -> Self {
+        let mut a = AttachOnly::try_parse_from(["attach", "--list"])
+            .expect("attach's defaults parse")
+            .a;
+        a.list = false;
+        a
+    }
+}
+
 impl AttachArgs {
+    /// The options a record keeps: these, with the store canonical and
+    /// the one-off switches off.
+    fn recorded(&self, store: &Path) -> AttachArgs {
+        let mut a = self.clone();
+        a.store = Some(store.to_path_buf());
+        a.list = false;
+        a.restore = false;
+        a.foreground = false;
+        a
+    }
+
     fn has_card_options(&self) -> bool {
         self.device.is_some()
             || self.format.is_some()
@@ -359,6 +404,77 @@ pub fn run_attach(a: AttachArgs) -> Result<()> {
     if a.list {
         return list();
     }
+    if a.restore {
+        return restore();
+    }
+    attach(a)
+}
+
+/// `vsl attach --restore`: every recorded store not attached now, one
+/// daemon each, as it was attached. A store that fails does not stop the
+/// others; the command fails if any did.
+fn restore() -> Result<()> {
+    let (records, unreadable) = record::list();
+    for (path, why) in &unreadable {
+        eprintln!("vsl: warning: skipping {}: {why}", path.display());
+    }
+    if records.is_empty() {
+        println!(
+            "nothing to restore: no store was attached (no record in {})",
+            record::records_dir().display()
+        );
+        return Ok(());
+    }
+    let mut failed = Vec::new();
+    for rec in &records {
+        let store = rec.store.display();
+        if rec.service {
+            println!("{store}: attached by a service unit (openvsl@.service), left to it");
+            continue;
+        }
+        if let Some(st) = list_states()
+            .into_iter()
+            .find(|s| s.name == rec.name && s.alive())
+        {
+            println!("{store}: already attached (daemon pid {})", st.pid);
+            continue;
+        }
+        println!("{store}: re-attaching");
+        if let Err(e) = restore_one(rec) {
+            eprintln!("vsl: error: {store}: {e:#}");
+            failed.push(store.to_string());
+        }
+    }
+    if !failed.is_empty() {
+        bail!(
+            "{} of {} recorded stores were not re-attached: {}",
+            failed.len(),
+            records.len(),
+            failed.join(", ")
+        );
+    }
+    Ok(())
+}
+
+fn restore_one(rec: &AttachRecord) -> Result<()> {
+    let mut a: AttachArgs = serde_json::from_value(rec.options.clone())
+        .context("reading the recorded attach options")?;
+    // A store that is gone is not created afresh: that would serve an
+    // empty card where data was.
+    if Store::read_header(&rec.store)?.is_none() {
+        bail!(
+            "the store is gone (no store.json): not re-attached; `vsl detach {}` forgets it",
+            rec.name
+        );
+    }
+    a.store = Some(rec.store.clone());
+    a.foreground = false;
+    a.restore = false;
+    a.list = false;
+    attach(a)
+}
+
+fn attach(a: AttachArgs) -> Result<()> {
     let store = a.store.clone().expect("clap requires --store");
     let timing = timing(&a.timing)?;
     let idle_poll = on_off("--idle-poll", a.idle_poll.as_str())?;
@@ -408,6 +524,13 @@ pub fn run_attach(a: AttachArgs) -> Result<()> {
         );
     }
     let (card, header) = resolve(&a, &store)?;
+    let record = AttachRecord {
+        version: RECORD_VERSION,
+        name: name.clone(),
+        store: store.clone(),
+        service: a.foreground && crate::logging::under_service_manager(),
+        options: serde_json::to_value(a.recorded(&store))?,
+    };
     let cfg = DaemonConfig {
         store,
         header,
@@ -422,11 +545,26 @@ pub fn run_attach(a: AttachArgs) -> Result<()> {
         fuse_uring,
         prefault,
         recycle,
+        record: Some(record),
+        notify: a.foreground,
     };
     if a.foreground {
+        crate::logging::init();
         let d = Daemon::start(cfg)?;
         print_attached(d.state());
         std::io::stdout().flush()?;
+        let devs: Vec<&str> = d
+            .state()
+            .devices
+            .iter()
+            .map(|x| x.loop_device.as_str())
+            .collect();
+        let status = format!("attached {}", devs.join(", "));
+        crate::logging::notify(&[
+            sd_notify::NotifyState::Ready,
+            sd_notify::NotifyState::Status(&status),
+            sd_notify::NotifyState::MainPid(std::process::id()),
+        ]);
         return d.serve();
     }
     daemonize(cfg)
@@ -473,6 +611,7 @@ fn daemon_child(cfg: DaemonConfig, mut ready: std::fs::File) -> i32 {
     let log_dir = daemon::run_base().join(name_for_store(&cfg.store));
     let _ = std::fs::create_dir_all(&log_dir);
     redirect_stdio(&log_dir.join("daemon.log"));
+    crate::logging::init();
     match Daemon::start(cfg) {
         Ok(d) => {
             let st = serde_json::to_string(d.state()).unwrap_or_default();
@@ -481,12 +620,13 @@ fn daemon_child(cfg: DaemonConfig, mut ready: std::fs::File) -> i32 {
             match d.serve() {
                 Ok(()) => 0,
                 Err(e) => {
-                    eprintln!("vsl daemon: {e:#}");
+                    tracing::error!("{e:#}");
                     1
                 }
             }
         }
         Err(e) => {
+            tracing::error!("attach failed: {e:#}");
             let _ = writeln!(ready, "error {}", format!("{e:#}").replace('\n', " "));
             1
         }
@@ -604,9 +744,33 @@ fn check_released(dev: &str) -> Result<()> {
     Ok(())
 }
 
-/// `vsl detach`.
+/// The record `sel` (a name or store directory) names, if any.
+fn record_named(sel: &str) -> Option<AttachRecord> {
+    let store = std::fs::canonicalize(sel).ok();
+    record::list()
+        .0
+        .into_iter()
+        .find(|r| r.name == sel || Some(&r.store) == store.as_ref() || r.store == Path::new(sel))
+}
+
+/// `vsl detach`. Removes the store's `--restore` record too (the daemon
+/// does, for a live one); a store recorded but not attached is forgotten.
 pub fn run_detach(a: DetachArgs) -> Result<()> {
-    let (states, orphans) = select_with_orphans(if a.all { None } else { a.device.as_deref() })?;
+    let sel = if a.all { None } else { a.device.as_deref() };
+    let (states, orphans) = match select_with_orphans(sel) {
+        Ok(found) => found,
+        Err(e) => {
+            let Some(rec) = sel.and_then(record_named) else {
+                return Err(e);
+            };
+            record::remove(&rec.name)?;
+            println!(
+                "{} was not attached; forgot its record: `vsl attach --restore` will not bring it back",
+                rec.store.display()
+            );
+            return Ok(());
+        }
+    };
     let (states, dead): (Vec<_>, Vec<_>) = states.into_iter().partition(|s| s.alive());
     // Refuse before touching anything: every loop device to be detached
     // must be unmounted and released.
@@ -623,6 +787,7 @@ pub fn run_detach(a: DetachArgs) -> Result<()> {
     }
     for st in &dead {
         daemon::release_leftovers(&st.mountpoint)?;
+        record::remove(&st.name)?;
         let devs: Vec<_> = st.devices.iter().map(|d| d.loop_device.as_str()).collect();
         println!(
             "cleaned up {} (store {}): its daemon, pid {}, had died; the store is consistent, re-attach it to use it",
@@ -633,6 +798,7 @@ pub fn run_detach(a: DetachArgs) -> Result<()> {
     }
     for o in &orphans {
         stop_orphan(o, Duration::from_secs(120))?;
+        record::remove(&o.name)?;
         println!(
             "detached {} (orphaned attachment {}: its state file was missing)",
             if o.loop_devices.is_empty() {

@@ -4,11 +4,16 @@
 //! [`crate::atomic`]) until detached or signalled.
 //!
 //! Runtime state lives in a run directory (`/run/openvsl/<name>/`, or under
-//! `$OPENVSL_RUN_DIR`): `state.json` ([`AttachState`]), `control.sock`, the
-//! FUSE mount point `mnt/` and `daemon.log`.
+//! `$OPENVSL_RUN_DIR`): `state.json` ([`AttachState`]), `control.sock`
+//! (owner-only; the protocol is [`crate::control`]), the FUSE mount point
+//! `mnt/` and `daemon.log` (the forked daemon's `tracing` output). What must
+//! survive a reboot is an [`AttachRecord`] under `/var/lib/openvsl`
+//! ([`crate::record`]), removed only by `detach`.
 
+use crate::control::{self, ControlError};
 use crate::engine::{Engine, Timing};
 use crate::fs::{device_file_name, CardFs};
+use crate::record::{self, AttachRecord};
 use crate::status::Sampler;
 use crate::store::{Store, StoreHeader};
 use crate::timer::Timer;
@@ -19,9 +24,10 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tracing::{error, info, warn};
 
 /// Where attachments keep their runtime state.
 pub fn run_base() -> PathBuf {
@@ -164,6 +170,11 @@ pub struct DaemonConfig {
     /// With `prefault`, drop stale slots' pages as fresh units are read in
     /// (`--recycle`, [`crate::recycle`]).
     pub recycle: bool,
+    /// Saved once the daemon is up, so `vsl attach --restore` brings the
+    /// store back after a reboot; removed by `detach`.
+    pub record: Option<AttachRecord>,
+    /// Tell a service manager (`sd_notify`) when stopping.
+    pub notify: bool,
 }
 
 /// `--fuse-uring`.
@@ -431,7 +442,7 @@ fn losetup_attach(file: &Path, sector: u32, rq_affinity: u32) -> Result<String> 
     let name = dev.trim_start_matches("/dev/");
     if let Ok(dio) = std::fs::read_to_string(format!("/sys/block/{name}/loop/dio")) {
         if dio.trim() != "1" {
-            eprintln!("vsl: warning: {dev} runs without direct I/O");
+            warn!("{dev} runs without direct I/O");
         }
     }
     // Where completions run (docs/ATTACH_PERF.md, seventh and eighth
@@ -440,7 +451,7 @@ fn losetup_attach(file: &Path, sector: u32, rq_affinity: u32) -> Result<String> 
     // put back at detach.
     if let Err(e) = set_rq_affinity(&dev, rq_affinity) {
         if rq_affinity != RQ_AFFINITY_DEFAULT {
-            eprintln!("vsl: warning: {dev}: completions stay where the kernel puts them ({e})");
+            warn!("{dev}: completions stay where the kernel puts them ({e})");
         }
     }
     Ok(dev)
@@ -499,10 +510,7 @@ fn losetup_detach(dev: &str) -> Result<()> {
 /// daemon's log why it could not.
 fn save_counters(e: &Engine) {
     if let Err(err) = e.save_counters() {
-        eprintln!(
-            "vsl: saving the counters of ioMemory device {}: {err}",
-            e.member
-        );
+        error!("saving the counters of ioMemory device {}: {err}", e.member);
     }
 }
 
@@ -520,6 +528,35 @@ pub struct Daemon {
     warmers: Vec<std::thread::JoinHandle<()>>,
     warm_stop: Arc<AtomicBool>,
     _store: Store,
+    /// The persistent record of this attachment, saved at start.
+    record: Option<AttachRecord>,
+    /// `sd_notify` the service manager.
+    notify: bool,
+    /// `detach` was asked for (rather than a signal): the record goes.
+    detach_requested: bool,
+}
+
+/// Most atomic writes served at once; more are refused with `busy` (each
+/// holds up to [`crate::atomic::BYTES_MAX`] of data and a thread).
+const ATOMIC_IN_FLIGHT_MAX: usize = 16;
+static ATOMIC_IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// Releases an atomic-write slot when the serving thread ends.
+struct AtomicSlot;
+impl AtomicSlot {
+    fn take() -> Result<AtomicSlot, ControlError> {
+        let n = ATOMIC_IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+        if n >= ATOMIC_IN_FLIGHT_MAX {
+            ATOMIC_IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+            return Err(ControlError::Busy(n));
+        }
+        Ok(AtomicSlot)
+    }
+}
+impl Drop for AtomicSlot {
+    fn drop(&mut self) {
+        ATOMIC_IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Daemon {
@@ -548,6 +585,10 @@ impl Daemon {
         let _ = std::fs::remove_file(&socket);
         let listener =
             UnixListener::bind(&socket).with_context(|| format!("binding {}", socket.display()))?;
+        // Owner only; a connection made before this is refused by
+        // `control::peer_allowed`.
+        control::restrict(&socket)
+            .with_context(|| format!("making {} owner-only", socket.display()))?;
         listener.set_nonblocking(true)?;
         let mut idle = crate::wakeup::IdlePoll::new(cfg.idle_poll);
         // The probe below runs under the same wake-up latency as the I/O.
@@ -561,7 +602,7 @@ impl Daemon {
                     bail!("--fuse-uring on: FUSE over io_uring cannot be switched on ({why})")
                 }
                 Err(why) => {
-                    eprintln!("vsl: FUSE over io_uring is off ({why}); serving through /dev/fuse");
+                    warn!("FUSE over io_uring is off ({why}); serving through /dev/fuse");
                     false
                 }
             },
@@ -616,6 +657,9 @@ impl Daemon {
             warmers: Vec::new(),
             warm_stop: Arc::new(AtomicBool::new(false)),
             _store: store,
+            record: cfg.record.clone(),
+            notify: cfg.notify,
+            detach_requested: false,
         };
         if want_uring {
             // Once negotiated, the kernel holds every request until the
@@ -634,8 +678,8 @@ impl Daemon {
                     state.fuse_transport = format!("io_uring ({} queues)", q.len());
                     d.queues = Some(q);
                 }
-                Err(None) if cfg.fuse_uring != UringMode::On => eprintln!(
-                    "vsl: the kernel did not offer FUSE over io_uring in FUSE_INIT; serving through /dev/fuse"
+                Err(None) if cfg.fuse_uring != UringMode::On => warn!(
+                    "the kernel did not offer FUSE over io_uring in FUSE_INIT; serving through /dev/fuse"
                 ),
                 Err(why) => {
                     let why = why.unwrap_or_else(|| "the kernel did not offer it in FUSE_INIT".into());
@@ -668,8 +712,8 @@ impl Daemon {
                     d.engines.iter().for_each(|e| e.set_path_cost(cost));
                     state.path_cost = Some(cost);
                 }
-                Err(e) => eprintln!(
-                    "vsl: probing the kernel path failed ({e:#}); answers allow the model's host cost instead"
+                Err(e) => warn!(
+                    "probing the kernel path failed ({e:#}); answers allow the model's host cost instead"
                 ),
             }
         }
@@ -688,6 +732,32 @@ impl Daemon {
                 d.warmers.push(h);
             }
         }
+        if let Some(rec) = &d.record {
+            // The devices serve either way; only a reboot would miss it.
+            match record::save(rec) {
+                Ok(()) => info!(
+                    "recorded in {} for `vsl attach --restore`",
+                    record::records_dir().display()
+                ),
+                Err(e) => error!(
+                    "{e:#}: this store will not come back with `vsl attach --restore` after a reboot"
+                ),
+            }
+        }
+        let devs: Vec<&str> = d
+            .state
+            .devices
+            .iter()
+            .map(|x| x.loop_device.as_str())
+            .collect();
+        info!(
+            store = %d.state.store.display(),
+            pid = d.state.pid,
+            transport = %d.state.fuse_transport,
+            "attached {} ({})",
+            devs.join(", "),
+            d.state.device
+        );
         Ok(d)
     }
 
@@ -733,49 +803,66 @@ impl Daemon {
             match self.listener.accept() {
                 Ok((conn, _)) => {
                     if self.handle(conn, &sampler) {
+                        self.detach_requested = true;
                         break;
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     std::thread::sleep(Duration::from_millis(20));
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    // Out of descriptors, say: the devices keep serving
+                    // and the next accept may succeed.
+                    warn!("control socket: accept: {e}");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
             }
+        }
+        if self.detach_requested {
+            info!("detach requested: detaching, flushing, unmounting");
+        } else {
+            info!("stopped by a signal: detaching, flushing, unmounting (the record for --restore is kept)");
+        }
+        if self.notify {
+            crate::logging::notify(&[sd_notify::NotifyState::Stopping]);
         }
         self.shutdown();
         Ok(())
     }
 
-    /// One control request; true when it asks to detach.
+    /// One control request; true when it asks to detach. Whatever the
+    /// peer sends, it gets one line back (or nothing if it hung up).
     fn handle(&mut self, conn: UnixStream, sampler: &Sampler) -> bool {
         let _ = conn.set_nonblocking(false);
         let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+        let _ = conn.set_write_timeout(Some(Duration::from_secs(5)));
+        let mut w = &conn;
+        let refuse = |mut w: &UnixStream, e: ControlError| {
+            warn!("control socket: refused a request: {e}");
+            let _ = writeln!(w, "{}", e.reply());
+        };
+        if let Err(e) = control::peer_allowed(&conn) {
+            refuse(w, e);
+            return false;
+        }
         let Ok(read_half) = conn.try_clone() else {
             return false;
         };
-        let mut line = String::new();
         let mut r = BufReader::new(read_half);
-        if r.read_line(&mut line).is_err() {
-            return false;
-        }
-        if let Some(json) = line.trim().strip_prefix("atomic ") {
-            // Its own thread: the group waits for a store sync and the
-            // model, and status must not wait behind it.
-            let (engines, json) = (self.engines.clone(), json.to_string());
-            std::thread::spawn(move || {
-                let mut w = &conn;
-                crate::atomic::serve(&engines, &json, &mut r, &mut w);
-            });
-            return false;
-        }
-        let mut w = &conn;
-        match line.trim() {
-            "status" => {
+        let cmd = match control::read_request(&mut r).and_then(|l| control::parse(&l)) {
+            Ok(c) => c,
+            Err(e) => {
+                refuse(w, e);
+                return false;
+            }
+        };
+        match cmd {
+            control::Command::Status => {
                 let s = sampler.report(&self.state, &self.engines);
                 let _ = writeln!(w, "{}", serde_json::to_string(&s).unwrap_or_default());
                 false
             }
-            "detach" => {
+            control::Command::Detach => {
                 for d in &self.state.devices {
                     if device_busy(&d.loop_device) {
                         let at = mounted_at(&d.loop_device)
@@ -788,10 +875,40 @@ impl Daemon {
                 let _ = writeln!(w, "ok");
                 true
             }
-            other => {
-                let _ = writeln!(w, "error unknown command '{other}'");
+            control::Command::Atomic(req) => {
+                self.spawn_atomic(conn, r, req);
                 false
             }
+        }
+    }
+
+    /// Serves an atomic write on its own thread: the group waits for a
+    /// store sync and the model, and `status` must not wait behind it.
+    fn spawn_atomic(
+        &self,
+        conn: UnixStream,
+        mut r: BufReader<UnixStream>,
+        req: control::AtomicRequest,
+    ) {
+        let slot = match AtomicSlot::take() {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = writeln!(&conn, "{}", e.reply());
+                return;
+            }
+        };
+        let engines = self.engines.clone();
+        let spawned = std::thread::Builder::new()
+            .name("vsl-atomic".into())
+            .spawn(move || {
+                let _slot = slot;
+                let mut w = &conn;
+                crate::atomic::serve(&engines, &req, &mut r, &mut w);
+            });
+        if let Err(e) = spawned {
+            // The closure (and the connection in it) is gone: the client
+            // sees the connection close without an answer.
+            error!("no thread for an atomic write: {e}");
         }
     }
 
@@ -799,7 +916,7 @@ impl Daemon {
     fn shutdown(&mut self) {
         for d in &self.state.devices {
             if let Err(e) = losetup_detach(&d.loop_device) {
-                eprintln!("vsl: {e:#}");
+                error!("{e:#}");
             }
         }
         // The loop driver lets go of the file asynchronously, once its
@@ -820,12 +937,12 @@ impl Daemon {
         for e in &self.engines {
             save_counters(e);
             if let Err(err) = e.flush() {
-                eprintln!("vsl: flushing ioMemory device {}: {err}", e.member);
+                error!("flushing ioMemory device {}: {err}", e.member);
             }
         }
         if let Some(s) = self.session.take() {
             if let Err(e) = s.umount_and_join() {
-                eprintln!("vsl: unmounting {}: {e}", self.state.mountpoint.display());
+                error!("unmounting {}: {e}", self.state.mountpoint.display());
                 let _ = umount_lazy(&self.state.mountpoint);
             }
         }
@@ -837,6 +954,12 @@ impl Daemon {
             let _ = h.join();
         }
         let _ = std::fs::remove_dir_all(self.state.dir());
+        if self.detach_requested {
+            if let Err(e) = record::remove(&self.state.name) {
+                error!("{e:#}: `vsl attach --restore` would bring this store back");
+            }
+        }
+        info!("detached");
     }
 }
 

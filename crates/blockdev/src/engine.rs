@@ -897,15 +897,15 @@ impl Engine {
         let member = self.member;
         let mut error = |what: String| {
             if !said_error {
-                eprintln!(
-                    "vsl: ioMemory device {member}: {what} (units are left as they are; said once)"
+                tracing::error!(
+                    "ioMemory device {member}: {what} (units are left as they are; said once)"
                 );
                 said_error = true;
             }
         };
         let off = |why: &str| {
             self.warm.switch_off();
-            eprintln!("vsl: ioMemory device {member}: {why}; the units the log opens next are not made ready ahead");
+            tracing::warn!("ioMemory device {member}: {why}; the units the log opens next are not made ready ahead");
         };
         while !stop.load(Ordering::SeqCst) && self.warm.is_on() {
             batch.clear();

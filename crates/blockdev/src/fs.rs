@@ -234,8 +234,8 @@ impl CardFs {
                 .counters
                 .errors
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            eprintln!(
-                "vsl: ioMemory device {}: flush failed ({} errors so far): {err}",
+            tracing::error!(
+                "ioMemory device {}: flush failed ({} errors so far): {err}",
                 e.member,
                 n + 1
             );
@@ -326,8 +326,8 @@ impl CardFs {
                 // first errors in full, then every thousandth.
                 if n < 20 || n.is_multiple_of(1000) {
                     let op = if is_write { "write" } else { "read" };
-                    eprintln!(
-                        "vsl: ioMemory device {}: {op} failed ({} so far): {err}",
+                    tracing::error!(
+                        "ioMemory device {}: {op} failed ({} so far): {err}",
                         e.member,
                         n + 1
                     );
@@ -573,7 +573,7 @@ impl FlushThread {
         match spawned {
             Ok(thread) => Some(FlushThread { tx, thread }),
             Err(e) => {
-                eprintln!("vsl: no flush thread ({e}): flushes are served inline");
+                tracing::warn!("no flush thread ({e}): flushes are served inline");
                 None
             }
         }

@@ -13,7 +13,11 @@
 //! - [`fs::CardFs`]: the FUSE filesystem with one direct-I/O device file per
 //!   ioMemory device.
 //! - [`daemon::Daemon`]: mounts, attaches loop devices, serves the control
-//!   socket; [`status::StatusReport`] is what `status` returns.
+//!   socket ([`control`]: the request parser, owner-only access);
+//!   [`status::StatusReport`] is what `status` returns; [`logging`]:
+//!   `tracing` to stderr (daemon.log or the journal) and `sd_notify`;
+//!   [`record::AttachRecord`]: what `vsl attach --restore` re-attaches
+//!   after a reboot.
 //! - [`cli`]: the `attach` / `detach` / `status` arguments and commands for
 //!   the `vsl` binary.
 //! - [`atomic`]: atomic writes on an attached card ([`atomic::atomic_write`]
@@ -31,11 +35,14 @@
 
 pub mod atomic;
 pub mod cli;
+pub mod control;
 pub mod daemon;
 pub mod engine;
 pub mod fs;
 pub mod live;
+pub mod logging;
 pub mod manage;
+pub mod record;
 pub mod recycle;
 pub mod status;
 pub mod store;

@@ -483,7 +483,7 @@ fn queue_thread(
             Ok(_) => {}
             Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::ETIME)) => {}
             Err(e) => {
-                eprintln!("vsl: FUSE queue {qid}: io_uring_enter: {e}");
+                tracing::error!("FUSE queue {qid}: io_uring_enter: {e}");
                 break;
             }
         }
@@ -506,8 +506,8 @@ fn queue_thread(
                 if !stop.load(Ordering::SeqCst)
                     && !matches!(-res, libc::ENOTCONN | libc::ECANCELED | libc::ENODEV)
                 {
-                    eprintln!(
-                        "vsl: FUSE queue {qid}: entry failed: {}",
+                    tracing::error!(
+                        "FUSE queue {qid}: entry failed: {}",
                         std::io::Error::from_raw_os_error(-res)
                     );
                 }

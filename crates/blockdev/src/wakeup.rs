@@ -71,7 +71,7 @@ impl IdlePoll {
             Ok(f) => self.held = Some(f),
             Err(e) => {
                 let why = format!("/dev/cpu_dma_latency: {e}");
-                eprintln!("vsl: idle CPUs keep their sleep states (no PM QoS request: {why})");
+                tracing::warn!("idle CPUs keep their sleep states (no PM QoS request: {why})");
                 self.failed = Some(why);
             }
         }

@@ -22,7 +22,7 @@ use sim::Prng;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Plain verified blocks: 64 MiB from block 0.
 const PLAIN: u64 = 16384;
@@ -233,19 +233,6 @@ fn control_socket(rig: &Rig) -> PathBuf {
     PathBuf::from(v["socket"].as_str().unwrap())
 }
 
-fn kill_daemon(rig: &Rig) {
-    let pid = rig.daemon_pid();
-    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    let t = Instant::now();
-    while blockdev::daemon::pid_alive(pid) {
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "daemon {pid} survived SIGKILL"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 /// Refusals are one clear line, and change nothing.
 fn bad_input_is_refused(socket: &Path) {
     let w = |offset: u64, len: usize| AtomicOp::Write {
@@ -345,7 +332,7 @@ fn issue11_sigkill_never_shows_a_partial_atomic_write() {
             .as_u64()
             .unwrap();
         std::thread::sleep(delay / 2);
-        kill_daemon(&rig);
+        rig.kill_daemon();
         for (id, h) in atomics.into_iter().enumerate() {
             let (mine, acked) = h.join().unwrap();
             tally.acked += acked;

@@ -2,7 +2,9 @@
 //! `store_header` and `state_file` in `fuzz/`): a corrupt or truncated
 //! `store.json`, OOB map, trim floors, lifetime counters or `state.json`
 //! gives a clear error (or is recovered from, for OOB records whose check
-//! fails), never a panic, and changes no other file. `FUZZ_CASES` (default
+//! fails), never a panic, and changes no other file. Also the daemon's
+//! control-socket requests (`control_message`): random and mutated lines
+//! get one bounded error line or a request within its limits. `FUZZ_CASES` (default
 //! 500) and `FUZZ_SEED` set the run; a failure prints its seed and input.
 
 use blockdev::store::{CardSpec, Store, StoreHeader};
@@ -196,4 +198,35 @@ fn a_magic_with_a_newline_gives_a_one_line_error() {
     let msg = Store::read_header(&dir).unwrap_err().to_string();
     assert!(msg.contains("magic") && !msg.contains('\n'), "{msg:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 32: the control socket's parser on random bytes and on mutations
+/// of every kind of valid request (`blockdev::control::check_message`
+/// panics if a promise is broken).
+#[test]
+fn control_messages_never_panic() {
+    let seeds: [&[u8]; 5] = [
+        b"status\n",
+        b"detach\n",
+        b"atomic {\"member\":0,\"writes\":[[0,4096],[8192,4096]],\"trims\":[[65536,4096]]}\nDATA",
+        b"atomic {\"member\":1,\"writes\":[],\"trims\":[[0,18446744073709551615]]}\n",
+        b"atomic {\"member\":0,\"writes\":[[0,67108864]],\"trims\":[]}\n",
+    ];
+    let mut prng = Prng::from_seed(seed() ^ 3);
+    for case in 0..cases() * 4 {
+        let text = if case % 4 == 0 {
+            let len = prng.below(300) as usize;
+            (0..len).map(|_| prng.below(256) as u8).collect()
+        } else {
+            let good = seeds[prng.below(seeds.len() as u64) as usize];
+            mutate(&mut prng, good)
+        };
+        let r = std::panic::catch_unwind(|| blockdev::control::check_message(&text));
+        assert!(
+            r.is_ok(),
+            "case {case} (FUZZ_SEED={}): {:?}",
+            seed(),
+            String::from_utf8_lossy(&text)
+        );
+    }
 }

@@ -151,16 +151,7 @@ fn issue4_sigkill_loses_no_acknowledged_write() {
         dropped += st[0]["members"][0]["prefault"]["dropped_slots"]
             .as_u64()
             .unwrap_or(0);
-        let pid = rig.daemon_pid();
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-        let t = Instant::now();
-        while blockdev::daemon::pid_alive(pid) {
-            assert!(
-                t.elapsed() < Duration::from_secs(30),
-                "daemon {pid} survived SIGKILL"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        rig.kill_daemon();
         // Writers stop on their own when the device fails; the flag is a backstop.
         let guard = Instant::now();
         while handles.iter().any(|h| !h.is_finished()) && guard.elapsed() < Duration::from_secs(30)

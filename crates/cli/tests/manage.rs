@@ -28,6 +28,7 @@ impl Rig {
         Command::new(env!("CARGO_BIN_EXE_vsl"))
             .args(args)
             .env("OPENVSL_RUN_DIR", self.root.join("run"))
+            .env("OPENVSL_STATE_DIR", self.root.join("state"))
             .stdin(Stdio::null())
             .output()
             .expect("run vsl")

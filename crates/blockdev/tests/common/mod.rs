@@ -140,10 +140,16 @@ impl Rig {
         r
     }
 
+    /// Where this rig's `--restore` records go (never /var/lib/openvsl).
+    pub fn state_dir(&self) -> PathBuf {
+        self.root.join("state")
+    }
+
     pub fn vsl(&self, args: &[&str]) -> Output {
         Command::new(BIN)
             .args(args)
             .env("OPENVSL_RUN_DIR", &self.run_dir)
+            .env("OPENVSL_STATE_DIR", self.state_dir())
             .output()
             .expect("run vsl-blockdev")
     }
@@ -188,6 +194,22 @@ impl Rig {
         let text = std::fs::read_to_string(dir.path().join("state.json")).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         v["pid"].as_u64().unwrap() as u32
+    }
+
+    /// Kills the daemon with SIGKILL and waits until it is gone (30 s at
+    /// most); returns its pid.
+    pub fn kill_daemon(&self) -> u32 {
+        let pid = self.daemon_pid();
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        let t = std::time::Instant::now();
+        while blockdev::daemon::pid_alive(pid) {
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(30),
+                "daemon {pid} survived SIGKILL"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        pid
     }
 
     /// How the attached daemon gets its requests ("io_uring (N queues)" or
