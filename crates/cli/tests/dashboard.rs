@@ -35,7 +35,9 @@ struct Rig {
 impl Rig {
     fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(VSL);
-        c.args(args).env("OPENVSL_RUN_DIR", self.root.join("run"));
+        c.args(args)
+            .env("OPENVSL_RUN_DIR", self.root.join("run"))
+            .env("OPENVSL_STATE_DIR", self.root.join("state"));
         c
     }
 }
