@@ -22,7 +22,7 @@ pub enum RealtimeError {
         needed_bytes: u64,
         available_bytes: u64,
     },
-    #[error("{}: O_DIRECT is not supported here (open without requiring direct I/O to fall back to buffered I/O)", path.display())]
+    #[error("{}: O_DIRECT is not supported on this filesystem; buffered I/O would measure the page cache (ask for it explicitly: vsl run --direct 0, fio --direct=0)", path.display())]
     DirectUnsupported { path: PathBuf },
     #[error("{}: {what}: {source}", path.display())]
     Io {

@@ -1,3 +1,4 @@
+use crate::diskstat::DeviceWatch;
 use crate::error::{open_error, RealtimeError};
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
@@ -101,6 +102,7 @@ pub struct RealTarget {
     mem_align_bytes: usize,
     direct: bool,
     notes: Vec<String>,
+    watch: DeviceWatch,
 }
 
 impl RealTarget {
@@ -140,6 +142,11 @@ impl RealTarget {
     /// (buffered fallback, sparse file).
     pub fn notes(&self) -> &[String] {
         &self.notes
+    }
+
+    /// The block devices under the target, whose counters every run reads.
+    pub fn watch(&self) -> &DeviceWatch {
+        &self.watch
     }
 }
 
@@ -205,7 +212,17 @@ fn open_file(
     }
     let existed = path.exists();
     let mut notes = Vec::new();
-    let (file, direct) = open_maybe_direct(path, true, 0, mode, &mut notes)?;
+    let (file, direct) = match open_maybe_direct(path, true, 0, mode, &mut notes) {
+        Ok(f) => f,
+        Err(e) => {
+            // open(O_CREAT | O_DIRECT) creates the file before the
+            // filesystem refuses O_DIRECT: leave nothing behind.
+            if !existed {
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(e);
+        }
+    };
     let (sector, mem_align) = dio_alignment(&file, direct);
     let capacity_bytes = size_bytes / sector as u64 * sector as u64;
     if capacity_bytes == 0 {
@@ -228,6 +245,7 @@ fn open_file(
         mem_align_bytes: mem_align,
         direct,
         notes,
+        watch: DeviceWatch::new(target),
     })
 }
 
@@ -381,6 +399,7 @@ fn open_blockdev(
         mem_align_bytes: 4096.max(sector as usize),
         direct,
         notes,
+        watch: DeviceWatch::new(target),
     })
 }
 
