@@ -340,6 +340,15 @@ impl DeviceReport {
         );
     }
 
+    /// I/Os the disks at the bottom of the stack completed.
+    pub fn leaf_ios(&self) -> u64 {
+        self.disk_util
+            .iter()
+            .filter(|d| d.kind.is_leaf())
+            .map(|d| d.read_ios + d.write_ios)
+            .sum()
+    }
+
     /// Adds another run on the same target and re-judges the total.
     pub fn merge(&mut self, o: &DeviceReport) {
         for (a, b) in self.disk_util.iter_mut().zip(&o.disk_util) {

@@ -12,6 +12,8 @@ pub enum RealtimeError {
     NotFound { path: PathBuf },
     #[error("{}: permission denied (run as root or as a member of the device's group)", path.display())]
     PermissionDenied { path: PathBuf },
+    #[error("{}: device is mounted at {at} (itself or a partition); refusing to write over it", path.display())]
+    Mounted { path: PathBuf, at: String },
     #[error("{}: not a block device", path.display())]
     NotBlockDevice { path: PathBuf },
     #[error("{}: device is busy (mounted or held open exclusively); refusing to use it", path.display())]
