@@ -4,7 +4,8 @@
 # 4x16 and 16x16 (threads x QD), on a laid-out file on disk and on a loop
 # device over that file (losetup --direct-io=on, so the loop device's I/O
 # reaches the disk, not the page cache). fio runs twice per point: io_uring
-# and libaio. Same target, size, bs, iodepth, numjobs, runtime, O_DIRECT,
+# and libaio, and io_uring once more as a control: fio against itself shows
+# how far two runs of one tool drift apart on this machine. Same target, size, bs, iodepth, numjobs, runtime, O_DIRECT,
 # uniform random offsets with replacement (--norandommap), workers as
 # threads of one process (fio --thread).
 #
@@ -15,17 +16,17 @@
 # whether our run was measured on the device (disk counters; `vsl run`'s
 # measured_on_device). Target: every ratio within 0.9-1.1.
 #
-# usage: bench/fio_agreement.sh [SECONDS per run, default 4] [SIZE, default 1G]
-#   ROUNDS=2          rounds per point
+# usage: bench/fio_agreement.sh [SECONDS per run, default 2] [SIZE, default 1G]
+#   ROUNDS=5          rounds per point
 #   DISK_DIR=/var/tmp directory of the file
 #   PLACES="file loop" RWS="randread randwrite" BSS="4k 64k" TQS="1x1 4x16 16x16"
 #   JSON_OUT=FILE     also write every round as JSON
 #   VSL=PATH          use this vsl binary (default: build it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs=${1:-4}
+secs=${1:-2}
 size=${2:-1G}
-rounds=${ROUNDS:-2}
+rounds=${ROUNDS:-5}
 disk_dir=${DISK_DIR:-/var/tmp}
 command -v fio >/dev/null || { echo "fio not found: run scripts/setup.sh" >&2; exit 1; }
 if [ -n "${VSL:-}" ]; then
@@ -71,16 +72,17 @@ for place in ${PLACES:-file loop}; do
       for tq in ${TQS:-1x1 4x16 16x16}; do
         t=${tq%x*}; q=${tq#*x}
         for r in $(seq 1 "$rounds"); do
-          o=""; u=""; l=""
-          for k in 0 1 2; do
-            case $(( (k + r) % 3 )) in
+          o=""; u=""; l=""; c=""
+          for k in 0 1 2 3; do
+            case $(( (k + r) % 4 )) in
               0) o=$(ours "$tgt" "$rw" "$bs" "$t" "$q") ;;
               1) u=$(theirs io_uring "$path" "$rw" "$bs" "$t" "$q") ;;
               2) l=$(theirs libaio "$path" "$rw" "$bs" "$t" "$q") ;;
+              3) c=$(theirs io_uring "$path" "$rw" "$bs" "$t" "$q") ;;
             esac
           done
-          echo "$place $rw $bs $tq $r $o $u $l" >>"$raw"
-          echo "  $place $rw $bs $tq round $r: ours $(echo "$o" | cut -d' ' -f1) io_uring $(echo "$u" | cut -d' ' -f1) libaio $(echo "$l" | cut -d' ' -f1)" >&2
+          echo "$place $rw $bs $tq $r $o $u $l $c" >>"$raw"
+          echo "  $place $rw $bs $tq round $r: ours $(echo "$o" | cut -d' ' -f1) io_uring $(echo "$u" | cut -d' ' -f1) libaio $(echo "$l" | cut -d' ' -f1) io_uring again $(echo "$c" | cut -d' ' -f1)" >&2
         done
       done
     done
@@ -95,13 +97,15 @@ for line in open(sys.argv[1]):
     key, r = tuple(w[:4]), int(w[4])
     tool = lambda i: dict(iops=float(w[i]), ios=int(w[i + 1]), cpu_s=float(w[i + 2]),
                           cpu_us_per_io=float(w[i + 3]), lat_us=float(w[i + 4]), measured=w[i + 5])
-    rows.setdefault(key, []).append(dict(round=r, ours=tool(5), io_uring=tool(11), libaio=tool(17)))
+    rows.setdefault(key, []).append(dict(round=r, ours=tool(5), io_uring=tool(11), libaio=tool(17),
+                                         control=tool(23)))
 print(f"{'place':<5} {'rw':<9} {'bs':>3} {'TxQD':<5} {'ours':>8} {'uring':>8} {'libaio':>8}"
-      f" {'iops/uring':>10} {'iops/aio':>8} {'lat/uring':>9} {'lat/aio':>7} {'lat us':>8} dev")
+      f" {'iops/uring':>10} {'iops/aio':>8} {'lat/uring':>9} {'lat/aio':>7} {'lat us':>8} dev"
+      f" {'fio/fio iops':>12} {'lat':>5}")
 out, worst = [], (1.0, None)
 for key, rs in rows.items():
     med = lambda f: st.median(f(x) for x in rs)
-    ratio = lambda a, b: med(lambda x: x["ours"][a] / x[b][a])
+    ratio = lambda a, b, o="ours": med(lambda x: x[o][a] / x[b][a])
     row = dict(place=key[0], rw=key[1], bs=key[2], threads_x_qd=key[3],
                ours_iops=med(lambda x: x["ours"]["iops"]),
                io_uring_iops=med(lambda x: x["io_uring"]["iops"]),
@@ -109,6 +113,8 @@ for key, rs in rows.items():
                iops_ratio_io_uring=ratio("iops", "io_uring"), iops_ratio_libaio=ratio("iops", "libaio"),
                lat_ratio_io_uring=ratio("lat_us", "io_uring"), lat_ratio_libaio=ratio("lat_us", "libaio"),
                ours_lat_us=med(lambda x: x["ours"]["lat_us"]),
+               control_iops_ratio=ratio("iops", "io_uring", "control"),
+               control_lat_ratio=ratio("lat_us", "io_uring", "control"),
                measured_on_device=all(x["ours"]["measured"] == "1" for x in rs), rounds=rs)
     out.append(row)
     for k in ("iops_ratio_io_uring", "iops_ratio_libaio", "lat_ratio_io_uring", "lat_ratio_libaio"):
@@ -117,10 +123,13 @@ for key, rs in rows.items():
     print(f"{key[0]:<5} {key[1]:<9} {key[2]:>3} {key[3]:<5} {row['ours_iops']:>8.0f} {row['io_uring_iops']:>8.0f}"
           f" {row['libaio_iops']:>8.0f} {row['iops_ratio_io_uring']:>10.2f} {row['iops_ratio_libaio']:>8.2f}"
           f" {row['lat_ratio_io_uring']:>9.2f} {row['lat_ratio_libaio']:>7.2f} {row['ours_lat_us']:>8.1f}"
-          f" {'yes' if row['measured_on_device'] else 'NO'}")
+          f" {'yes' if row['measured_on_device'] else 'NO':<3} {row['control_iops_ratio']:>12.2f}"
+          f" {row['control_lat_ratio']:>5.2f}")
 inside = sum(all(0.9 <= r[k] <= 1.1 for k in ("iops_ratio_io_uring", "iops_ratio_libaio",
              "lat_ratio_io_uring", "lat_ratio_libaio")) for r in out)
 print(f"{inside} of {len(out)} points have all four ratios within 0.9-1.1; furthest: {worst[0]:.2f} ({worst[1]})")
+ctrl = sum(0.9 <= r["control_iops_ratio"] <= 1.1 and 0.9 <= r["control_lat_ratio"] <= 1.1 for r in out)
+print(f"control: fio io_uring against itself within 0.9-1.1 at {ctrl} of {len(out)} points")
 if sys.argv[2]:
     with open(sys.argv[2], "w") as f:
         json.dump(out, f, indent=1)
