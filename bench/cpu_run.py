@@ -9,8 +9,10 @@ standard output is saved to JSON_PATH and read from there.
 
 Prints one line: IOPS, I/O count, CPU seconds (user + system of the whole
 process and every thread it had, io_uring workers included, as wait4 reports
-them), and CPU microseconds per I/O. Exits non-zero, with the tool's error,
-if the command fails.
+them), CPU microseconds per I/O, mean latency in microseconds (fio: its
+`lat`, submission to completion; ours: issue to reap), and for ours whether
+the run was measured on the device (1/0; fio: -). Exits non-zero, with the
+tool's error, if the command fails.
 """
 import json
 import resource
@@ -34,13 +36,19 @@ def main():
         job = json.loads(p.stdout)["jobs"][0]
         ios = job["read"]["total_ios"] + job["write"]["total_ios"]
         iops = job["read"]["iops"] + job["write"]["iops"]
+        lat_us = sum(job[d]["lat_ns"]["mean"] * job[d]["total_ios"]
+                     for d in ("read", "write")) / max(ios, 1) / 1e3
+        measured = "-"
     else:
         with open(path) as f:
-            s = json.load(f)["summary"]
-        ios, iops = s["ios"], s["iops"]
+            j = json.load(f)
+        s = j["summary"]
+        ios, iops, lat_us = s["ios"], s["iops"], s["lat_avg_us"]
+        v = j.get("measured_on_device")
+        measured = "-" if v is None else str(int(v["measured"]))
     if ios <= 0:
         sys.exit(f"{cmd[0]} completed no I/O")
-    print(f"{iops:.0f} {ios} {cpu_s:.3f} {cpu_s / ios * 1e6:.3f}")
+    print(f"{iops:.0f} {ios} {cpu_s:.3f} {cpu_s / ios * 1e6:.3f} {lat_us:.2f} {measured}")
 
 
 if __name__ == "__main__":

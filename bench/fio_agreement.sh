@@ -1,98 +1,136 @@
 #!/usr/bin/env bash
-# The lab (`vsl run --target file:...`) vs fio on the same file, in the same
-# run: 4 KiB randread and randwrite at 1x1, 4x16 and 16x16 (threads x QD), on
-# a file in tmpfs (/dev/shm) and on a file on disk. Both use io_uring, the
-# same direct flag, file, size, bs, iodepth, numjobs and runtime, uniform
-# random offsets with replacement, and both run their workers as threads of
-# one process (fio --thread).
+# The lab (`vsl run --target ...`) vs fio on the same target, in the same
+# run (issue 33): random read and random write, 4 KiB and 64 KiB, at 1x1,
+# 4x16 and 16x16 (threads x QD), on a laid-out file on disk and on a loop
+# device over that file (losetup --direct-io=on, so the loop device's I/O
+# reaches the disk, not the page cache). fio runs twice per point: io_uring
+# and libaio, and io_uring once more as a control: fio against itself shows
+# how far two runs of one tool drift apart on this machine. Same target, size, bs, iodepth, numjobs, runtime, O_DIRECT,
+# uniform random offsets with replacement (--norandommap), workers as
+# threads of one process (fio --thread).
 #
-# Each point is measured ROUNDS times, ours and fio back to back (the order
-# alternating between rounds). Printed per point: the median IOPS of each
-# tool, the median of the per-round ratios ours/fio (target: within 10 %,
-# bench target >= 0.9) with its range, and each tool's CPU time per I/O
-# (user + system of the whole process, io_uring workers included). Where
-# both tools are CPU-bound (tmpfs at QD 16: an "I/O" is a 4 KiB memcpy),
-# IOPS ratio ~= fio's CPU per I/O / ours, printed as "cpu fio/ours".
+# Each point is measured ROUNDS times, the three tools back to back with the
+# order rotating between rounds. Printed per point: each tool's median IOPS,
+# the medians of the per-round ratios ours/fio of IOPS and of mean latency
+# (fio's `lat`: submission to completion), for io_uring and libaio, and
+# whether our run was measured on the device (disk counters; `vsl run`'s
+# measured_on_device). Target: every ratio within 0.9-1.1.
 #
-# usage: bench/fio_agreement.sh [SECONDS per run, default 5] [SIZE, default 1G]
-#   ROUNDS=3          rounds per point
-#   DISK_DIR=/var/tmp directory of the on-disk file
+# usage: bench/fio_agreement.sh [SECONDS per run, default 2] [SIZE, default 1G]
+#   ROUNDS=5          rounds per point
+#   DISK_DIR=/var/tmp directory of the file
+#   PLACES="file loop" RWS="randread randwrite" BSS="4k 64k" TQS="1x1 4x16 16x16"
 #   JSON_OUT=FILE     also write every round as JSON
+#   VSL=PATH          use this vsl binary (default: build it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs=${1:-5}
+secs=${1:-2}
 size=${2:-1G}
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-5}
 disk_dir=${DISK_DIR:-/var/tmp}
 command -v fio >/dev/null || { echo "fio not found: run scripts/setup.sh" >&2; exit 1; }
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-cargo build -q --release --bin vsl
-vsl="$CARGO_TARGET_DIR/release/vsl"
+if [ -n "${VSL:-}" ]; then
+  vsl=$VSL
+else
+  export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+  cargo build -q --release --bin vsl
+  vsl="$CARGO_TARGET_DIR/release/vsl"
+fi
 work=$(mktemp -d)
-trap 'rm -rf "$work"; rm -f /dev/shm/openvsl-fio-agree "$disk_dir/openvsl-fio-agree"' EXIT
+file="$disk_dir/openvsl-fio-agree"
+loop=""
+cleanup() {
+  if [ -n "$loop" ]; then losetup -d "$loop" || true; fi
+  rm -rf "$work"; rm -f "$file"
+}
+trap cleanup EXIT
 raw="$work/rounds.txt"
 : >"$raw"
 
-ours() { # path rw threads qd -> "iops ios cpu_s cpu_us_per_io"
-  python3 bench/cpu_run.py ours "$work/ours.json" -- "$vsl" run --target "file:$1:$size" \
-    --rw "$2" --bs 4k --threads "$3" --qd "$4" --duration "${secs}s" --interval 1s \
+ours() { # target rw bs threads qd
+  python3 bench/cpu_run.py ours "$work/ours.json" -- "$vsl" run --target "$1" \
+    --rw "$2" --bs "$3" --threads "$4" --qd "$5" --duration "${secs}s" --interval 1s \
     --json "$work/ours.json" -q
 }
-theirs() { # path rw threads qd direct
-  python3 bench/cpu_run.py fio "$work/fio.json" -- fio --name=agree --filename="$1" \
-    --size="$size" --bs=4k --rw="$2" --ioengine=io_uring --direct="$5" --iodepth="$4" \
-    --numjobs="$3" --runtime="$secs" --time_based --group_reporting --norandommap \
+theirs() { # engine path rw bs threads qd
+  python3 bench/cpu_run.py fio "$work/fio.json" -- fio --name=agree --filename="$2" \
+    --size="$size" --bs="$4" --rw="$3" --ioengine="$1" --direct=1 --iodepth="$6" \
+    --numjobs="$5" --runtime="$secs" --time_based --group_reporting --norandommap \
     --randrepeat=0 --thread --output-format=json
 }
 
-echo "fio_agreement: $("$vsl" --version) vs $(fio --version), ${secs}s per run, ${rounds} rounds, ${size} file, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-for place in tmpfs disk; do
-  if [ "$place" = tmpfs ]; then path=/dev/shm/openvsl-fio-agree; else path="$disk_dir/openvsl-fio-agree"; fi
-  # Fill once so reads hit written blocks (not unwritten extents).
-  "$vsl" run --target "file:$path:$size" --rw randread --bs 4k --threads 1 --qd 1 \
-    --duration 100ms --precondition -q --json "$work/fill.json"
-  direct=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["device"]["direct"]))' "$work/fill.json")
-  for rw in randread randwrite; do
-    for tq in 1x1 4x16 16x16; do
-      t=${tq%x*}; q=${tq#*x}
-      for r in $(seq 1 "$rounds"); do
-        if [ $((r % 2)) = 1 ]; then
-          o=$(ours "$path" "$rw" "$t" "$q"); f=$(theirs "$path" "$rw" "$t" "$q" "$direct")
-        else
-          f=$(theirs "$path" "$rw" "$t" "$q" "$direct"); o=$(ours "$path" "$rw" "$t" "$q")
-        fi
-        echo "$place $rw $tq $direct $r $o $f" >>"$raw"
-        echo "  $place $rw $tq round $r: ours $(echo "$o" | cut -d' ' -f1) fio $(echo "$f" | cut -d' ' -f1)" >&2
+echo "fio_agreement: $("$vsl" --version) vs $(fio --version), ${secs}s per run, ${rounds} rounds, ${size} file in $disk_dir ($(findmnt -no FSTYPE --target "$disk_dir")), $(nproc) cores, kernel $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
+# Lay the file out once (sequential 1 MiB writes of random data).
+"$vsl" run --target "file:$file:$size" --rw write --bs 1M --threads 1 --qd 1 \
+  --duration 100ms --precondition -q --json "$work/fill.json"
+loop=$(losetup --direct-io=on --show -f "$file")
+echo "loop device: $loop over $file, direct-io $(cat /sys/block/"${loop#/dev/}"/loop/dio)"
+for place in ${PLACES:-file loop}; do
+  if [ "$place" = file ]; then path=$file; tgt="file:$file:$size"; else path=$loop; tgt="blockdev:$loop"; fi
+  for rw in ${RWS:-randread randwrite}; do
+    for bs in ${BSS:-4k 64k}; do
+      for tq in ${TQS:-1x1 4x16 16x16}; do
+        t=${tq%x*}; q=${tq#*x}
+        for r in $(seq 1 "$rounds"); do
+          o=""; u=""; l=""; c=""
+          for k in 0 1 2 3; do
+            case $(( (k + r) % 4 )) in
+              0) o=$(ours "$tgt" "$rw" "$bs" "$t" "$q") ;;
+              1) u=$(theirs io_uring "$path" "$rw" "$bs" "$t" "$q") ;;
+              2) l=$(theirs libaio "$path" "$rw" "$bs" "$t" "$q") ;;
+              3) c=$(theirs io_uring "$path" "$rw" "$bs" "$t" "$q") ;;
+            esac
+          done
+          echo "$place $rw $bs $tq $r $o $u $l $c" >>"$raw"
+          echo "  $place $rw $bs $tq round $r: ours $(echo "$o" | cut -d' ' -f1) io_uring $(echo "$u" | cut -d' ' -f1) libaio $(echo "$l" | cut -d' ' -f1) io_uring again $(echo "$c" | cut -d' ' -f1)" >&2
+        done
       done
     done
   done
 done
 
-python3 - "$raw" "${JSON_OUT:-}" <<'EOF'
+python3 - "$raw" "${JSON_OUT:-}" <<'PY'
 import json, statistics as st, sys
 rows = {}
 for line in open(sys.argv[1]):
-    p, rw, tq, d, r, oi, on, oc, ou, fi, fn, fc, fu = line.split()
-    rows.setdefault((p, rw, tq, d), []).append(dict(
-        round=int(r), ours_iops=float(oi), ours_ios=int(on), ours_cpu_s=float(oc),
-        ours_cpu_us_per_io=float(ou), fio_iops=float(fi), fio_ios=int(fn),
-        fio_cpu_s=float(fc), fio_cpu_us_per_io=float(fu)))
-print(f"{'place':<6} {'rw':<10} {'TxQD':<6} {'ours':>9} {'fio':>9} {'ratio':>6} {'range':>11} "
-      f"{'cpu/IO ours':>12} {'fio':>6} {'cpu fio/ours':>13}")
-out = []
-for (p, rw, tq, d), rs in rows.items():
-    ratios = [x["ours_iops"] / x["fio_iops"] for x in rs]
-    oc = st.median(x["ours_cpu_us_per_io"] for x in rs)
-    fc = st.median(x["fio_cpu_us_per_io"] for x in rs)
-    row = dict(place=p, rw=rw, threads_x_qd=tq, direct=d == "1",
-               ours_iops=st.median(x["ours_iops"] for x in rs),
-               fio_iops=st.median(x["fio_iops"] for x in rs),
-               ratio=st.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios),
-               ours_cpu_us_per_io=oc, fio_cpu_us_per_io=fc, rounds=rs)
+    w = line.split()
+    key, r = tuple(w[:4]), int(w[4])
+    tool = lambda i: dict(iops=float(w[i]), ios=int(w[i + 1]), cpu_s=float(w[i + 2]),
+                          cpu_us_per_io=float(w[i + 3]), lat_us=float(w[i + 4]), measured=w[i + 5])
+    rows.setdefault(key, []).append(dict(round=r, ours=tool(5), io_uring=tool(11), libaio=tool(17),
+                                         control=tool(23)))
+print(f"{'place':<5} {'rw':<9} {'bs':>3} {'TxQD':<5} {'ours':>8} {'uring':>8} {'libaio':>8}"
+      f" {'iops/uring':>10} {'iops/aio':>8} {'lat/uring':>9} {'lat/aio':>7} {'lat us':>8} dev"
+      f" {'fio/fio iops':>12} {'lat':>5}")
+out, worst = [], (1.0, None)
+for key, rs in rows.items():
+    med = lambda f: st.median(f(x) for x in rs)
+    ratio = lambda a, b, o="ours": med(lambda x: x[o][a] / x[b][a])
+    row = dict(place=key[0], rw=key[1], bs=key[2], threads_x_qd=key[3],
+               ours_iops=med(lambda x: x["ours"]["iops"]),
+               io_uring_iops=med(lambda x: x["io_uring"]["iops"]),
+               libaio_iops=med(lambda x: x["libaio"]["iops"]),
+               iops_ratio_io_uring=ratio("iops", "io_uring"), iops_ratio_libaio=ratio("iops", "libaio"),
+               lat_ratio_io_uring=ratio("lat_us", "io_uring"), lat_ratio_libaio=ratio("lat_us", "libaio"),
+               ours_lat_us=med(lambda x: x["ours"]["lat_us"]),
+               control_iops_ratio=ratio("iops", "io_uring", "control"),
+               control_lat_ratio=ratio("lat_us", "io_uring", "control"),
+               measured_on_device=all(x["ours"]["measured"] == "1" for x in rs), rounds=rs)
     out.append(row)
-    print(f"{p:<6} {rw:<10} {tq:<6} {row['ours_iops']:>9.0f} {row['fio_iops']:>9.0f} "
-          f"{row['ratio']:>6.2f} {min(ratios):>5.2f}-{max(ratios):<5.2f} {oc:>10.2f}us {fc:>4.2f}us {fc / oc:>13.2f}")
+    for k in ("iops_ratio_io_uring", "iops_ratio_libaio", "lat_ratio_io_uring", "lat_ratio_libaio"):
+        if abs(row[k] - 1) > abs(worst[0] - 1):
+            worst = (row[k], f"{' '.join(key)} {k}")
+    print(f"{key[0]:<5} {key[1]:<9} {key[2]:>3} {key[3]:<5} {row['ours_iops']:>8.0f} {row['io_uring_iops']:>8.0f}"
+          f" {row['libaio_iops']:>8.0f} {row['iops_ratio_io_uring']:>10.2f} {row['iops_ratio_libaio']:>8.2f}"
+          f" {row['lat_ratio_io_uring']:>9.2f} {row['lat_ratio_libaio']:>7.2f} {row['ours_lat_us']:>8.1f}"
+          f" {'yes' if row['measured_on_device'] else 'NO':<3} {row['control_iops_ratio']:>12.2f}"
+          f" {row['control_lat_ratio']:>5.2f}")
+inside = sum(all(0.9 <= r[k] <= 1.1 for k in ("iops_ratio_io_uring", "iops_ratio_libaio",
+             "lat_ratio_io_uring", "lat_ratio_libaio")) for r in out)
+print(f"{inside} of {len(out)} points have all four ratios within 0.9-1.1; furthest: {worst[0]:.2f} ({worst[1]})")
+ctrl = sum(0.9 <= r["control_iops_ratio"] <= 1.1 and 0.9 <= r["control_lat_ratio"] <= 1.1 for r in out)
+print(f"control: fio io_uring against itself within 0.9-1.1 at {ctrl} of {len(out)} points")
 if sys.argv[2]:
     with open(sys.argv[2], "w") as f:
         json.dump(out, f, indent=1)
-EOF
+PY

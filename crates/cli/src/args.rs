@@ -231,6 +231,20 @@ pub struct RunArgs {
     /// Fill the device sequentially first, as the reviews do.
     #[arg(long)]
     pub precondition: bool,
+    /// Real file target: before a run that reads, write the parts of the
+    /// file not yet written, once, sequentially (`auto`, as fio lays out a
+    /// file), or not (`skip`: reads of unwritten space never reach the
+    /// device, and the result is marked "not measured on the device").
+    #[arg(long, default_value = "auto", value_name = "auto|skip")]
+    pub layout: String,
+    /// Data the layout and --precondition write on a real target: random
+    /// (incompressible), zeros, or compress=PCT (PCT % of every 4 KiB zeros).
+    #[arg(long, default_value = "random", value_name = "PATTERN")]
+    pub fill_pattern: String,
+    /// Real target: 1 = O_DIRECT, an error where the filesystem has none;
+    /// 0 = buffered I/O through the page cache (fio's --direct).
+    #[arg(long, default_value = "1", value_name = "1|0")]
+    pub direct: String,
     /// Run the workload for this long before measuring (after
     /// --precondition; virtual time, or wall time on a real --target); not reported.
     #[arg(long, allow_hyphen_values = true)]

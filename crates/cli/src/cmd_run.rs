@@ -4,6 +4,7 @@ use crate::output;
 use anyhow::{anyhow, bail, Context, Result};
 use device::{Card, CardConfig, VirtualDevice};
 use lab::{precondition_fill, RunOptions};
+use realtime::{FillPattern, LayoutMode};
 use sim::Nanos;
 use workload::units::{parse_duration_ns, parse_percent, parse_size};
 use workload::{BlockSizes, Distribution, Profile, WorkloadSpec};
@@ -126,6 +127,8 @@ pub fn workload_spec(a: &WorkloadArgs) -> Result<WorkloadSpec> {
 pub trait Observer {
     fn message(&self, m: &str);
     fn interval(&self, iv: &lab::IntervalStats);
+    /// A real target's layout: `done` of `total` bytes written.
+    fn layout(&self, _done: u64, _total: u64) {}
 }
 
 impl Observer for output::Progress {
@@ -134,6 +137,9 @@ impl Observer for output::Progress {
     }
     fn interval(&self, iv: &lab::IntervalStats) {
         output::Progress::interval(self, iv)
+    }
+    fn layout(&self, done: u64, total: u64) {
+        output::Progress::layout(self, done, total)
     }
 }
 
@@ -214,6 +220,15 @@ pub struct Done {
     pub media: Option<Vec<device::MediaReport>>,
     /// Wall time of the measured part (not in the report: not deterministic).
     pub wall_s: f64,
+    /// Real targets: the layout and what reached the device.
+    pub real: Option<RealDone>,
+}
+
+/// What a run on a real target adds: the layout before it and the device
+/// counters around it.
+pub struct RealDone {
+    pub layout: realtime::Prepared,
+    pub device: realtime::DeviceReport,
 }
 
 impl Done {
@@ -229,6 +244,9 @@ impl Done {
             intervals: &self.result.intervals,
             health: self.health.as_deref(),
             media: self.media.as_deref(),
+            layout: self.real.as_ref().map(|r| &r.layout),
+            disk_util: self.real.as_ref().map(|r| r.device.disk_util.as_slice()),
+            measured_on_device: self.real.as_ref().map(|r| &r.device.measured_on_device),
         }
     }
 }
@@ -299,12 +317,26 @@ fn run_model(
         result,
         health: Some(health),
         wall_s: measured.elapsed().as_secs_f64(),
+        real: None,
     })
 }
 
 /// Device and format of a card, for the live label.
 fn cfg_label(card: &Card) -> String {
     format!("{} {}", card.config.preset.name, card.config.format.label())
+}
+
+/// The real-target options of `vsl run`.
+fn real_options(a: &RunArgs) -> Result<(realtime::DirectMode, LayoutMode, FillPattern)> {
+    let direct = match a.direct.as_str() {
+        "1" => realtime::DirectMode::Require,
+        "0" => realtime::DirectMode::Off,
+        d => bail!("--direct: '{d}' (expected 1 for O_DIRECT or 0 for buffered I/O)"),
+    };
+    let layout = LayoutMode::parse(&a.layout).map_err(|e| anyhow!("--layout: {e}"))?;
+    let pattern =
+        FillPattern::parse(&a.fill_pattern).map_err(|e| anyhow!("--fill-pattern: {e}"))?;
+    Ok((direct, layout, pattern))
 }
 
 fn run_real(
@@ -315,15 +347,28 @@ fn run_real(
     warmup_ns: Option<u64>,
     progress: &dyn Observer,
 ) -> Result<Done> {
-    use realtime::{DirectMode, EngineChoice, EngineOptions, RealTarget, Target};
+    use realtime::{EngineOptions, RealTarget, Target};
+    let (direct, layout_mode, pattern) = real_options(a)?;
     let target = Target::parse(t)?;
-    let rt = RealTarget::open(&target, DirectMode::Auto)?;
+    let rt = RealTarget::open(&target, direct)?;
     let resolved = spec.resolve(rt.capacity_bytes(), rt.sector_bytes())?;
     let engine = EngineOptions::default();
     let mut pre_s = 0.0;
-    if a.precondition {
+    let layout = if a.precondition {
         progress.message("preconditioning: sequential fill of the whole target");
-        pre_s += rt.precondition_fill(EngineChoice::Auto)?.wall_s;
+        let fill = rt.fill(pattern, &mut |d, n| progress.layout(d, n))?;
+        pre_s += fill.wall_s;
+        rt.prepare(false, layout_mode, pattern, &mut |_, _| {})?
+    } else {
+        let reads = resolved.read_fraction > 0.0;
+        let p = rt.prepare(reads, layout_mode, pattern, &mut |d, n| {
+            progress.layout(d, n)
+        })?;
+        pre_s += p.wall_s;
+        p
+    };
+    for note in &layout.notes {
+        eprintln!("vsl: note: {note}");
     }
     if let Some(warm_ns) = warmup_ns {
         progress.message("warming up");
@@ -336,8 +381,12 @@ fn run_real(
     }
     let mut run = rt.run(&resolved, &opts, &engine, &mut |iv| progress.interval(iv))?;
     run.result.summary.precondition_s = pre_s;
+    run.device.set_unwritten_share(layout.unwritten_share());
     for note in &run.info.notes {
         eprintln!("vsl: note: {note}");
+    }
+    if !run.device.measured_on_device.measured {
+        eprintln!("vsl: warning: {}", run.device.measured_on_device.words);
     }
     let device_line = format!(
         "target    {} (real, wall time) {:.1} GB, {} B sectors, {}, engine {:?}",
@@ -360,5 +409,9 @@ fn run_real(
         result: run.result,
         health: None,
         media: None,
+        real: Some(RealDone {
+            layout,
+            device: run.device,
+        }),
     })
 }

@@ -78,6 +78,17 @@ pub struct Report<'a> {
     /// (modelled runs with --fail-die or --media-errors on).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub media: Option<&'a [device::MediaReport]>,
+    /// Real targets: what was written before the run, and what reads find.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout: Option<&'a realtime::Prepared>,
+    /// Real targets: the counters of every block device under the target
+    /// over the run, in fio's `disk_util` names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_util: Option<&'a [realtime::diskstat::DiskUtil]>,
+    /// Real targets: whether the result was measured on the device, and
+    /// why, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured_on_device: Option<&'a realtime::Verdict>,
 }
 
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
@@ -185,6 +196,7 @@ pub fn print_summary(r: &Report, device_line: &str, wall_s: f64) {
     for (k, v) in rows {
         let _ = writeln!(o, "{k:<22}{v:>14}");
     }
+    print_device(&mut o, r);
     for m in r.media.unwrap_or_default() {
         let s = &m.stats;
         let media_rows: [(&str, String); 9] = [
@@ -233,9 +245,32 @@ pub fn print_summary(r: &Report, device_line: &str, wall_s: f64) {
     }
 }
 
+/// A real target's device counters (fio's disk_util line) and the verdict.
+fn print_device(o: &mut impl Write, r: &Report) {
+    for d in r.disk_util.unwrap_or_default() {
+        let _ = writeln!(
+            o,
+            "disk      {}: ios={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={:.2}%",
+            d.name,
+            d.read_ios,
+            d.write_ios,
+            d.read_merges,
+            d.write_merges,
+            d.read_ticks,
+            d.write_ticks,
+            d.in_queue,
+            d.util
+        );
+    }
+    if let Some(v) = r.measured_on_device {
+        let _ = writeln!(o, "verdict   {}", v.words);
+    }
+}
+
 /// Progress in virtual time, on stderr, only when it is a terminal.
 pub struct Progress {
     bar: ProgressBar,
+    layout: ProgressBar,
 }
 
 impl Progress {
@@ -256,7 +291,29 @@ impl Progress {
             );
             b
         };
-        Progress { bar }
+        let layout = if quiet {
+            ProgressBar::hidden()
+        } else {
+            let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            b.set_style(
+                ProgressStyle::with_template(
+                    "laying out {bytes}/{total_bytes} [{bar:30}] {binary_bytes_per_sec} eta {eta}",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            b
+        };
+        Progress { bar, layout }
+    }
+
+    /// A real target's layout: `done` of `total` bytes written.
+    pub fn layout(&self, done: u64, total: u64) {
+        self.layout.set_length(total);
+        self.layout.set_position(done);
+        if done >= total {
+            self.layout.finish_and_clear();
+        }
     }
 
     pub fn message(&self, m: &str) {

@@ -439,7 +439,12 @@ fn summary_table(results: &[TargetResult]) -> Table {
         .map(|r| {
             let mut row = vec![r.label.clone()];
             row.extend(profiles.iter().map(|p| fmt_iops(at(r, p))));
-            row.push(r.error.clone().unwrap_or_else(|| "complete".into()));
+            let mut status = r.error.clone().unwrap_or_else(|| "complete".into());
+            if let Some(d) = r.device.as_ref().filter(|d| !d.measured_on_device) {
+                status.push_str("; ");
+                status.push_str(&d.words);
+            }
+            row.push(status);
             row
         })
         .collect();
@@ -593,7 +598,10 @@ pub fn render(
             .iter()
             .map(|r| TargetInfo {
                 name: r.label.clone(),
-                description: r.description.clone(),
+                description: match &r.device {
+                    Some(d) => format!("{}; {}", r.description, d.words),
+                    None => r.description.clone(),
+                },
             })
             .collect(),
         sections,

@@ -223,6 +223,25 @@ pub trait ReviewTarget: Send {
     fn health(&self) -> Option<Vec<HealthReport>> {
         None
     }
+    /// What reached the device over every run so far (real devices;
+    /// `None` for modelled cards, whose every I/O is modelled).
+    fn device_account(&self) -> Option<DeviceAccount> {
+        None
+    }
+}
+
+/// A real target's account of what reached the device over a review: the
+/// I/Os the runs issued, the I/Os the disk under it completed, and the
+/// verdict in words ("measured on the device: …" or "not measured on the
+/// device: …"). `details` holds the per-device counters as the target
+/// reports them (fio's `disk_util` names).
+#[derive(Clone, Debug, Serialize, Default)]
+pub struct DeviceAccount {
+    pub measured_on_device: bool,
+    pub words: String,
+    pub issued_ios: u64,
+    pub device_ios: u64,
+    pub details: serde_json::Value,
 }
 
 /// A modelled card in virtual time.
@@ -374,6 +393,9 @@ pub struct TargetResult {
     /// Temperature, power and endurance used after every phase (modelled
     /// cards; empty for real devices).
     pub health: Vec<PhaseHealth>,
+    /// Real targets: what reached the device over the whole review.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceAccount>,
 }
 
 /// Counts the phases `review_target` will run, for progress and ETA.
@@ -494,6 +516,7 @@ pub fn review_target_observed(
     if let Err(e) = review_phases(target, &mut ctx) {
         ctx.result.error = Some(format!("{}: {e}", target.label()));
     }
+    ctx.result.device = target.device_account();
     ctx.result
 }
 

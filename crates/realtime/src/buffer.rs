@@ -1,5 +1,9 @@
+use crate::layout::FillPattern;
 use sim::Prng;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
+
+/// The unit in which a compressible fill mixes random bytes and zeros.
+const COMPRESS_CHUNK_BYTES: usize = 4096;
 
 /// A heap buffer aligned for O_DIRECT (memory alignment is at least the
 /// page size, which every Linux filesystem and block device accepts).
@@ -48,6 +52,24 @@ impl AlignedBuf {
             chunk.copy_from_slice(&v[..chunk.len()]);
         }
     }
+
+    /// Fills as `pattern` says: random, zeros, or in every 4 KiB chunk
+    /// random bytes followed by the compressible share as zeros (fio's
+    /// `buffer_compress_percentage`).
+    pub(crate) fn fill_pattern(&mut self, pattern: FillPattern, prng: &mut Prng) {
+        match pattern {
+            FillPattern::Random => self.fill_random(prng),
+            FillPattern::Zeros => self.as_mut_slice().fill(0),
+            FillPattern::Compressible(pct) => {
+                self.fill_random(prng);
+                let zeros = COMPRESS_CHUNK_BYTES * pct.min(100) as usize / 100;
+                for chunk in self.as_mut_slice().chunks_mut(COMPRESS_CHUNK_BYTES) {
+                    let from = chunk.len().saturating_sub(zeros);
+                    chunk[from..].fill(0);
+                }
+            }
+        }
+    }
 }
 
 impl Drop for AlignedBuf {
@@ -68,5 +90,19 @@ mod tests {
         b.fill_random(&mut Prng::from_seed(1));
         let zeros = b.as_slice().iter().filter(|&&x| x == 0).count();
         assert!(zeros < 200, "{zeros} zero bytes of 8195");
+    }
+
+    #[test]
+    fn fill_patterns_have_the_asked_share_of_zeros() {
+        let zeros = |p| {
+            let mut b = AlignedBuf::new(1 << 16, 4096);
+            b.fill_pattern(p, &mut Prng::from_seed(2));
+            b.as_slice().iter().filter(|&&x| x == 0).count() as f64 / (1 << 16) as f64
+        };
+        assert!(zeros(FillPattern::Random) < 0.01);
+        assert_eq!(zeros(FillPattern::Zeros), 1.0);
+        let half = zeros(FillPattern::Compressible(50));
+        assert!((0.5..0.51).contains(&half), "{half}");
+        assert!(zeros(FillPattern::Compressible(0)) < 0.01);
     }
 }

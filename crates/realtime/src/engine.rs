@@ -194,6 +194,13 @@ impl UringWorker {
         })
     }
 
+    /// Refills every buffer with `pattern` (the data a fill writes).
+    pub(crate) fn fill_bufs(&mut self, pattern: crate::FillPattern, data: &mut sim::Prng) {
+        for b in &mut self.bufs {
+            b.fill_pattern(pattern, data);
+        }
+    }
+
     /// Queues the source's next I/O in `slot`; false when the source is
     /// exhausted. Its issue time is read here, per I/O (as fio stamps each
     /// I/O as it queues it): I/Os re-issued after one reap go out one

@@ -12,6 +12,8 @@ pub enum RealtimeError {
     NotFound { path: PathBuf },
     #[error("{}: permission denied (run as root or as a member of the device's group)", path.display())]
     PermissionDenied { path: PathBuf },
+    #[error("{}: device is mounted at {at} (itself or a partition); refusing to write over it", path.display())]
+    Mounted { path: PathBuf, at: String },
     #[error("{}: not a block device", path.display())]
     NotBlockDevice { path: PathBuf },
     #[error("{}: device is busy (mounted or held open exclusively); refusing to use it", path.display())]
@@ -22,7 +24,7 @@ pub enum RealtimeError {
         needed_bytes: u64,
         available_bytes: u64,
     },
-    #[error("{}: O_DIRECT is not supported here (open without requiring direct I/O to fall back to buffered I/O)", path.display())]
+    #[error("{}: O_DIRECT is not supported on this filesystem; buffered I/O would measure the page cache (ask for it explicitly: vsl run --direct 0, fio --direct=0)", path.display())]
     DirectUnsupported { path: PathBuf },
     #[error("{}: {what}: {source}", path.display())]
     Io {

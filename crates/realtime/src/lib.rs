@@ -15,9 +15,18 @@
 //!   windows are merged at interval boundaries into [`lab::IntervalStats`].
 //!   [`RealRun`] adds what a real run needs said: the engine used
 //!   ([`EngineKind`]), direct or buffered, and any fallback taken.
-//! - [`RealTarget::precondition_fill`] / [`precondition_fill`]: the
-//!   sequential 1 MiB, QD 32 fill of the whole target.
-//! - [`RealReviewTarget`]: a real target behind `lab::review::ReviewTarget`.
+//! - [`RealTarget::precondition_fill`] / [`precondition_fill`] /
+//!   [`RealTarget::fill`]: the sequential 1 MiB, QD 32 fill of the whole
+//!   target (with a [`FillPattern`] and progress for `fill`).
+//! - [`layout`]: [`RealTarget::prepare`] lays a file target out with data
+//!   before a run that reads (as fio does) and reports unwritten extents,
+//!   holes and never-written devices ([`Written`], [`Prepared`]).
+//! - [`diskstat`]: every run reads the counters of the block devices under
+//!   the target before and after ([`DeviceWatch`]) and says in
+//!   [`RealRun::device`] whether the result was measured on the device
+//!   ([`DeviceReport`], [`Verdict`]).
+//! - [`RealReviewTarget`]: a real target behind `lab::review::ReviewTarget`,
+//!   with the same layout and counters.
 //! - [`RealtimeError`]: every failure, one line each.
 //!
 //! Fallbacks, each reported in [`RunInfo::notes`]: a filesystem that
@@ -31,13 +40,17 @@
 
 mod buffer;
 mod collect;
+pub mod diskstat;
 mod engine;
 mod error;
+pub mod layout;
 mod review;
 mod target;
 
+pub use diskstat::{DeviceReport, DeviceWatch, Issued, Verdict};
 pub use engine::{EngineChoice, EngineKind, EngineOptions};
 pub use error::RealtimeError;
+pub use layout::{FillPattern, LayoutMode, LayoutProgress, Prepared, Written};
 pub use review::RealReviewTarget;
 pub use target::{DirectMode, RealTarget, Target};
 
@@ -80,6 +93,8 @@ pub struct RunInfo {
 pub struct RealRun {
     pub result: RunResult,
     pub info: RunInfo,
+    /// What reached the block device under the target, and the verdict.
+    pub device: DeviceReport,
 }
 
 /// What a precondition fill did.
@@ -102,16 +117,24 @@ impl IoSource for GenSource {
     }
 }
 
-struct FillSource {
+/// Sequential writes of the whole target; reports progress (bytes issued)
+/// every [`FILL_PROGRESS_BYTES`].
+struct FillSource<'a> {
     next: u64,
     capacity: u64,
     block: u64,
+    progress: LayoutProgress<'a>,
 }
 
-impl IoSource for FillSource {
+const FILL_PROGRESS_BYTES: u64 = 64 << 20;
+
+impl IoSource for FillSource<'_> {
     fn next_io(&mut self) -> Option<Io> {
         if self.next >= self.capacity {
             return None;
+        }
+        if self.next.is_multiple_of(FILL_PROGRESS_BYTES) {
+            (self.progress)(self.next, self.capacity);
         }
         let len = self.block.min(self.capacity - self.next);
         let io = Io {
@@ -194,6 +217,7 @@ impl RealTarget {
             .collect();
         let data: Vec<Prng> = (0..workers).map(|_| master.fork()).collect();
         let started = Instant::now();
+        let counters = self.watch().snapshot();
         let batch = engine.submit_batch as usize;
         let result = self.drive(
             (kind, batch),
@@ -204,9 +228,13 @@ impl RealTarget {
             opts,
             on_interval,
         )?;
+        let device = self
+            .watch()
+            .report(&counters, Issued::from_summary(&result.summary));
         let mut notes = self.notes().to_vec();
         notes.extend(note);
         Ok(RealRun {
+            device,
             result,
             info: RunInfo {
                 target: self.target().clone(),
@@ -299,8 +327,27 @@ impl RealTarget {
     }
 
     /// Writes the whole target once, sequentially, in 1 MiB I/Os at QD 32
-    /// (QD 1 on the synchronous engine), then flushes it.
+    /// (QD 1 on the synchronous engine) with random data, then flushes it.
     pub fn precondition_fill(&self, engine: EngineChoice) -> Result<FillReport, RealtimeError> {
+        self.fill_with(engine, FillPattern::Random, &mut |_, _| {})
+    }
+
+    /// [`Self::precondition_fill`] with `pattern` and progress: the layout
+    /// of [`Self::prepare`], the reviews' fill and `vsl run --precondition`.
+    pub fn fill(
+        &self,
+        pattern: FillPattern,
+        progress: LayoutProgress,
+    ) -> Result<FillReport, RealtimeError> {
+        self.fill_with(EngineChoice::Auto, pattern, progress)
+    }
+
+    fn fill_with(
+        &self,
+        engine: EngineChoice,
+        pattern: FillPattern,
+        progress: LayoutProgress,
+    ) -> Result<FillReport, RealtimeError> {
         let (kind, _) = engine::pick(engine)?;
         let sector = self.sector_bytes() as u64;
         let block = ((1u64 << 20).min(self.capacity_bytes()) / sector * sector).max(sector);
@@ -308,6 +355,7 @@ impl RealTarget {
             next: 0,
             capacity: self.capacity_bytes(),
             block,
+            progress,
         };
         let mut data = Prng::from_seed(0x5eed_f111);
         let (tx, rx) = channel();
@@ -319,7 +367,9 @@ impl RealTarget {
         let stop = AtomicBool::new(false);
         let r = match kind {
             EngineKind::IoUring => {
-                let w = UringWorker::new(32, block as usize, self.mem_align_bytes(), &mut data)?;
+                let mut w =
+                    UringWorker::new(32, block as usize, self.mem_align_bytes(), &mut data)?;
+                w.fill_bufs(pattern, &mut data);
                 w.run(
                     self.file.as_raw_fd(),
                     32,
@@ -331,7 +381,7 @@ impl RealTarget {
             }
             EngineKind::Sync => {
                 let mut b = AlignedBuf::new(block as usize, self.mem_align_bytes());
-                b.fill_random(&mut data);
+                b.fill_pattern(pattern, &mut data);
                 sync_worker(&self.file, b, &mut src, &mut meter, clock, &stop)
             }
         };
@@ -341,6 +391,7 @@ impl RealTarget {
             what: "flush after fill",
             source,
         })?;
+        (src.progress)(src.capacity, src.capacity);
         meter.finish(Ok(()));
         let bytes = rx
             .try_iter()

@@ -1,27 +1,38 @@
 //! [`RealReviewTarget`]: a real file or block device as a target of
 //! `lab::review`, next to the modelled cards.
 
-use crate::{DirectMode, EngineChoice, EngineOptions, RealTarget, RealtimeError, Target};
-use lab::review::{ReviewError, ReviewTarget};
+use crate::{
+    DeviceReport, DirectMode, EngineOptions, FillPattern, RealTarget, RealtimeError, Target,
+};
+use lab::review::{DeviceAccount, ReviewError, ReviewTarget};
 use lab::{RunOptions, RunResult};
 use workload::WorkloadSpec;
 
-/// A real target driven in wall time by the review.
+/// A real target driven in wall time by the review. Its fill is the
+/// layout `vsl run` uses ([`RealTarget::fill`]); every run reads the device
+/// counters, summed over the review into [`ReviewTarget::device_account`].
 pub struct RealReviewTarget {
     label: String,
     target: RealTarget,
     engine: EngineOptions,
+    /// The share of the target reads would find unwritten, until a fill.
+    unwritten_share: Option<f64>,
+    device: Option<DeviceReport>,
 }
 
 impl RealReviewTarget {
-    /// Opens `spec` (`file:PATH:SIZE` or `blockdev:/dev/NAME`), labelled
-    /// with the spec itself.
+    /// Opens `spec` (`file:PATH:SIZE` or `blockdev:/dev/NAME`) with
+    /// O_DIRECT (an error where the filesystem has none: buffered I/O
+    /// would review the page cache), labelled with the spec itself.
     pub fn open(spec: &str) -> Result<RealReviewTarget, RealtimeError> {
         let t = Target::parse(spec)?;
+        let target = RealTarget::open(&t, DirectMode::Require)?;
         Ok(RealReviewTarget {
             label: spec.to_string(),
-            target: RealTarget::open(&t, DirectMode::Auto)?,
+            unwritten_share: target.written().unwritten_share(),
+            target,
             engine: EngineOptions::default(),
+            device: None,
         })
     }
 
@@ -71,16 +82,35 @@ impl ReviewTarget for RealReviewTarget {
     /// tools); one sequential fill.
     fn purge_and_fill(&mut self) -> Result<(), ReviewError> {
         self.target
-            .precondition_fill(EngineChoice::Auto)
-            .map(|_| ())
-            .map_err(|e| review_err(&self.label, e))
+            .fill(FillPattern::Random, &mut |_, _| {})
+            .map_err(|e| review_err(&self.label, e))?;
+        self.unwritten_share = self.target.written().unwritten_share();
+        Ok(())
     }
 
     fn run(&mut self, spec: &WorkloadSpec, opts: &RunOptions) -> Result<RunResult, ReviewError> {
-        self.target
+        let mut r = self
+            .target
             .run(spec, opts, &self.engine, &mut |_| {})
-            .map(|r| r.result)
-            .map_err(|e| review_err(&self.label, e))
+            .map_err(|e| review_err(&self.label, e))?;
+        r.device.set_unwritten_share(self.unwritten_share);
+        match &mut self.device {
+            Some(d) => d.merge(&r.device),
+            None => self.device = Some(r.device),
+        }
+        Ok(r.result)
+    }
+
+    fn device_account(&self) -> Option<DeviceAccount> {
+        let d = self.device.as_ref()?;
+        let v = &d.measured_on_device;
+        Some(DeviceAccount {
+            measured_on_device: v.measured,
+            words: v.words.clone(),
+            issued_ios: d.issued.reads + d.issued.writes,
+            device_ios: d.leaf_ios(),
+            details: serde_json::to_value(d).unwrap_or_default(),
+        })
     }
 }
 
@@ -106,6 +136,16 @@ mod tests {
         let w = WorkloadSpec::from_rw("randread", None).unwrap();
         let r = t.run(&w, &opts).unwrap();
         assert!(r.summary.reads > 0);
+        // Filled first, so the reads are of written data; the account
+        // counts every read the run issued.
+        let acct = t.device_account().unwrap();
+        assert_eq!(acct.issued_ios, r.summary.reads);
+        assert!(
+            acct.words.contains("measured on the device"),
+            "{}",
+            acct.words
+        );
+        assert!(!acct.words.contains("unwritten"), "{}", acct.words);
         std::fs::remove_file(&p).unwrap();
         let e = RealReviewTarget::open("file:/nonexistent-dir/x:1M")
             .err()

@@ -1,8 +1,9 @@
+use crate::diskstat::DeviceWatch;
 use crate::error::{open_error, RealtimeError};
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -101,6 +102,7 @@ pub struct RealTarget {
     mem_align_bytes: usize,
     direct: bool,
     notes: Vec<String>,
+    watch: DeviceWatch,
 }
 
 impl RealTarget {
@@ -140,6 +142,11 @@ impl RealTarget {
     /// (buffered fallback, sparse file).
     pub fn notes(&self) -> &[String] {
         &self.notes
+    }
+
+    /// The block devices under the target, whose counters every run reads.
+    pub fn watch(&self) -> &DeviceWatch {
+        &self.watch
     }
 }
 
@@ -205,7 +212,17 @@ fn open_file(
     }
     let existed = path.exists();
     let mut notes = Vec::new();
-    let (file, direct) = open_maybe_direct(path, true, 0, mode, &mut notes)?;
+    let (file, direct) = match open_maybe_direct(path, true, 0, mode, &mut notes) {
+        Ok(f) => f,
+        Err(e) => {
+            // open(O_CREAT | O_DIRECT) creates the file before the
+            // filesystem refuses O_DIRECT: leave nothing behind.
+            if !existed {
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(e);
+        }
+    };
     let (sector, mem_align) = dio_alignment(&file, direct);
     let capacity_bytes = size_bytes / sector as u64 * sector as u64;
     if capacity_bytes == 0 {
@@ -228,6 +245,7 @@ fn open_file(
         mem_align_bytes: mem_align,
         direct,
         notes,
+        watch: DeviceWatch::new(target),
     })
 }
 
@@ -250,11 +268,11 @@ fn allocate(
     let needed = size.saturating_sub(allocated);
     if needed > 0 {
         let available = free_bytes(file).map_err(|e| io_err("statfs", e))?;
-        if needed > available {
+        if available.is_some_and(|a| needed > a) {
             return Err(RealtimeError::NoSpace {
                 path: path.to_path_buf(),
                 needed_bytes: needed,
-                available_bytes: available,
+                available_bytes: available.unwrap_or(0),
             });
         }
     }
@@ -276,7 +294,7 @@ fn allocate(
             Err(RealtimeError::NoSpace {
                 path: path.to_path_buf(),
                 needed_bytes: needed,
-                available_bytes: free_bytes(file).unwrap_or(0),
+                available_bytes: free_bytes(file).ok().flatten().unwrap_or(0),
             })
         }
         Some(libc::EOPNOTSUPP) => {
@@ -293,14 +311,19 @@ fn allocate(
     }
 }
 
-fn free_bytes(file: &File) -> io::Result<u64> {
+/// Bytes free for the user, or `None` on a filesystem that reports no
+/// size at all (ramfs grows until memory runs out).
+fn free_bytes(file: &File) -> io::Result<Option<u64>> {
     // SAFETY: statvfs is plain data; fstatvfs fills it.
     let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
     let rc = unsafe { libc::fstatvfs(file.as_raw_fd(), &mut s) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(s.f_bavail as u64 * s.f_frsize as u64)
+    if s.f_blocks == 0 {
+        return Ok(None);
+    }
+    Ok(Some(s.f_bavail as u64 * s.f_frsize as u64))
 }
 
 /// (offset alignment, memory alignment) for I/O on `file`. Uses statx's
@@ -342,6 +365,12 @@ fn open_blockdev(
             path: path.to_path_buf(),
         });
     }
+    if let Some(at) = mounted_at(meta.rdev()) {
+        return Err(RealtimeError::Mounted {
+            path: path.to_path_buf(),
+            at,
+        });
+    }
     let mut notes = Vec::new();
     // O_EXCL on a block device fails with EBUSY while it is mounted or
     // held by another exclusive opener: the benchmark writes over it.
@@ -381,6 +410,28 @@ fn open_blockdev(
         mem_align_bytes: 4096.max(sector as usize),
         direct,
         notes,
+        watch: DeviceWatch::new(target),
+    })
+}
+
+/// Where the device `rdev`, or a partition of it, is mounted. Said before
+/// opening, since a kernel that forbids writing to mounted devices answers
+/// the open with EPERM, which reads as a permission problem.
+fn mounted_at(rdev: u64) -> Option<String> {
+    let sys = |maj: &str, min: &str| std::fs::canonicalize(format!("/sys/dev/block/{maj}:{min}"));
+    let dev = sys(
+        &libc::major(rdev).to_string(),
+        &libc::minor(rdev).to_string(),
+    )
+    .ok()?;
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines().find_map(|l| {
+        // id parent MAJ:MIN root mount-point ...
+        let mut f = l.split_whitespace().skip(2);
+        let (maj, min) = f.next()?.split_once(':')?;
+        let at = f.nth(1)?;
+        let m = sys(maj, min).ok()?;
+        m.starts_with(&dev).then(|| at.to_string())
     })
 }
 
