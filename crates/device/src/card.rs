@@ -31,6 +31,9 @@ pub const MIN_SCALED_LEBS: u32 = 24;
 /// full card's); two pages give 0.93-0.95 (`bench/scale_table.sh`,
 /// docs/MODEL.md "Scaling").
 pub const MIN_SCALED_PAGES: u32 = 2;
+/// Seed of each member's FTL random choices (d-choices' draws), mixed with
+/// the member's number so the two ioMemory devices of a Duo draw apart.
+pub const GC_SEED: u64 = 0x4743_5f53_4545_44;
 /// Host RAM the model refuses to exceed without `--scale` (bytes).
 pub const MAX_MODEL_RAM: u64 = 16 << 30;
 
@@ -269,6 +272,7 @@ impl CardConfig {
             user_sectors: 0,
             reserved_lebs,
             gc_policy: self.gc_policy,
+            gc_seed: GC_SEED,
             gc_mode: self.gc_mode,
             gc_reserve_lebs: GC_RESERVE_LEBS * k,
             gc_background_lebs: GC_BACKGROUND_LEBS * k,
@@ -527,13 +531,9 @@ impl Card {
         let members = member_ids
             .iter()
             .map(|&id| {
-                Member::new(
-                    p,
-                    ftl_cfg.clone(),
-                    id,
-                    config.environment,
-                    &config.reliability,
-                )
+                let mut cfg = ftl_cfg.clone();
+                cfg.gc_seed ^= (id as u64) << 56;
+                Member::new(p, cfg, id, config.environment, &config.reliability)
             })
             .collect::<Result<Vec<_>, _>>()?;
         let chunk_sectors = config.chunk_bytes / sector;
