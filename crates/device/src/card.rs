@@ -33,7 +33,7 @@ pub const MIN_SCALED_LEBS: u32 = 24;
 pub const MIN_SCALED_PAGES: u32 = 2;
 /// Seed of each member's FTL random choices (d-choices' draws), mixed with
 /// the member's number so the two ioMemory devices of a Duo draw apart.
-pub const GC_SEED: u64 = 0x4743_5f53_4545_44;
+pub const GC_SEED: u64 = 0x0047_435f_5345_4544;
 /// Host RAM the model refuses to exceed without `--scale` (bytes).
 pub const MAX_MODEL_RAM: u64 = 16 << 30;
 
