@@ -165,6 +165,8 @@ fn bad_input_is_one_clear_line() {
         (&["--rw", "sideways"], "unknown rw"),
         (&["--random-distribution", "zipf:abc"], "zipf"),
         (&["--gc-policy", "lru"], "GC policy"),
+        (&["--gc-policy", "d-choices:0"], "d-choices:0"),
+        (&["--gc-policy", "windowed:0"], "windowed:0"),
         (&["--fail-die", "100"], "die 100 is out of range"),
         (&["--fail-die", "x"], "is not a number"),
         (&["--fail-die", "3@soon"], "--fail-die"),

@@ -31,7 +31,7 @@ pub const MIN_SCALED_LEBS: u32 = 24;
 /// full card's); two pages give 0.93-0.95 (`bench/scale_table.sh`,
 /// docs/MODEL.md "Scaling").
 pub const MIN_SCALED_PAGES: u32 = 2;
-/// Seed of each member's FTL random choices (d-choices' draws), mixed with
+/// Default seed of the FTL's random choices (d-choices' draws), mixed with
 /// the member's number so the two ioMemory devices of a Duo draw apart.
 pub const GC_SEED: u64 = 0x0047_435f_5345_4544;
 /// Host RAM the model refuses to exceed without `--scale` (bytes).
@@ -160,6 +160,9 @@ pub struct CardConfig {
     /// RAID 0 chunk across members.
     pub chunk_bytes: u64,
     pub gc_policy: GcPolicy,
+    /// Seeds the FTL's random victim choices (d-choices); each member mixes
+    /// in its number. `vsl run` sets it from `--seed`.
+    pub gc_seed: u64,
     pub gc_mode: GcMode,
     /// Reads overtake queued programs and erases in the bank queues.
     pub read_priority: bool,
@@ -187,6 +190,7 @@ impl CardConfig {
             member: MemberSel::All,
             chunk_bytes: 512 * 1024,
             gc_policy: GcPolicy::Greedy,
+            gc_seed: GC_SEED,
             gc_mode: GcMode::Paced,
             read_priority: true,
             suspend_ns: None,
@@ -272,7 +276,7 @@ impl CardConfig {
             user_sectors: 0,
             reserved_lebs,
             gc_policy: self.gc_policy,
-            gc_seed: GC_SEED,
+            gc_seed: self.gc_seed,
             gc_mode: self.gc_mode,
             gc_reserve_lebs: GC_RESERVE_LEBS * k,
             gc_background_lebs: GC_BACKGROUND_LEBS * k,

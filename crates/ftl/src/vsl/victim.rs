@@ -272,7 +272,12 @@ impl std::str::FromStr for GcPolicy {
                 .ok()
                 .filter(|n| (1..=max).contains(n))
                 .ok_or_else(|| {
-                    format!("GC policy '{s}': '{a}' is not a whole number from 1 to {max}")
+                    let range = if max == u32::MAX {
+                        "of at least 1".to_string()
+                    } else {
+                        format!("from 1 to {max}")
+                    };
+                    format!("GC policy '{s}': '{a}' is not a whole number {range}")
                 })
         };
         let plain = |p: GcPolicy| match arg {
@@ -575,7 +580,7 @@ mod tests {
             ("d-choices:1025", "from 1 to 1024"),
             ("d-choices", "needs a count"),
             ("d-choices:x", "not a whole number"),
-            ("windowed:0", "not a whole number"),
+            ("windowed:0", "not a whole number of at least 1"),
             ("windowed:-3", "not a whole number"),
             ("greedy:2", "takes no"),
         ] {
