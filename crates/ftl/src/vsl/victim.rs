@@ -22,9 +22,9 @@ use sim::Prng;
 /// Picks the erase unit garbage collection reclaims next.
 ///
 /// `select` is called once per GC run with every erase unit of the device
-/// in `units`; only closed units (written whole, not being collected)
-/// are candidates. It must return one of them, or `None` when there is
-/// none (the FTL then reports that GC cannot make progress). Any random
+/// in `units`; only closed units with a stale slot are candidates
+/// ([`Candidates::get`]). It must return one of them (the FTL asserts
+/// it), or `None` when there is none: GC then cannot make progress. Any random
 /// choice must draw from `prng`, which the FTL seeds from its config
 /// (`FtlConfig::gc_seed`): the same seed must give the same victims.
 pub trait VictimPolicy: Send {
@@ -44,6 +44,9 @@ pub trait VictimPolicy: Send {
 }
 
 /// A read-only view of every erase unit at the moment GC picks a victim.
+/// The candidates are the closed units (written whole, not being
+/// collected) with at least one stale slot: collecting a fully valid unit
+/// would free nothing.
 pub struct Candidates<'a> {
     state: &'a [LebState],
     valid: &'a [u32],
@@ -93,20 +96,23 @@ impl<'a> Candidates<'a> {
         self.now
     }
 
-    /// Unit `leb` if it is a candidate (closed), else `None`.
+    /// Unit `leb` if it is a candidate, else `None`.
     #[inline]
     pub fn get(&self, leb: u32) -> Option<Candidate<'_>> {
-        (self.state.get(leb as usize) == Some(&LebState::Closed))
-            .then_some(Candidate { view: self, leb })
+        let i = leb as usize;
+        let closed = self.state.get(i) == Some(&LebState::Closed);
+        (closed && self.valid[i] < self.capacity).then_some(Candidate { view: self, leb })
     }
 
     /// Every candidate, in erase-unit order.
     #[inline]
     pub fn iter(&self) -> impl Iterator<Item = Candidate<'_>> + '_ {
+        let cap = self.capacity;
         self.state
             .iter()
+            .zip(self.valid)
             .enumerate()
-            .filter(|(_, s)| **s == LebState::Closed)
+            .filter(move |(_, (s, v))| **s == LebState::Closed && **v < cap)
             .map(move |(leb, _)| Candidate {
                 view: self,
                 leb: leb as u32,
@@ -453,8 +459,8 @@ impl VictimPolicy for Windowed {
 mod tests {
     use super::*;
 
-    /// Five units: 0 free, 1..=4 closed with the given valid counts, close
-    /// order and erase counts.
+    /// Six units: 0 free, 1..=5 closed with the given valid counts, close
+    /// order and erase counts; 5, fully valid, is no candidate.
     struct Fixture {
         state: Vec<LebState>,
         valid: Vec<u32>,
@@ -472,11 +478,12 @@ mod tests {
                     LebState::Closed,
                     LebState::Closed,
                     LebState::Closed,
+                    LebState::Closed,
                 ],
-                valid: vec![0, 50, 10, 10, 90],
-                closed_at: vec![0, 400, 300, 100, 200],
-                close_seq: vec![0, 4, 3, 1, 2],
-                erases: vec![7, 1, 2, 3, 4],
+                valid: vec![0, 50, 10, 10, 90, 100],
+                closed_at: vec![0, 400, 300, 100, 200, 0],
+                close_seq: vec![0, 4, 3, 1, 2, 5],
+                erases: vec![7, 1, 2, 3, 4, 0],
             }
         }
 
@@ -503,7 +510,8 @@ mod tests {
         // Fewest valid, lowest unit on the tie of 2 and 3; free unit 0 is
         // no candidate although it holds nothing.
         assert_eq!(pick(GcPolicy::Greedy, &f), Some(2));
-        // Unit 3 (10 valid, age 900) beats unit 2 (10 valid, age 700).
+        // Unit 3 (10 valid, age 900) beats unit 2 (10 valid, age 700);
+        // full unit 5, closed at 0, frees nothing.
         assert_eq!(pick(GcPolicy::CostBenefit, &f), Some(3));
         assert_eq!(pick(GcPolicy::Fifo, &f), Some(3));
         // The two oldest are 3 (10 valid) and 4 (90 valid).
@@ -534,11 +542,11 @@ mod tests {
         );
         assert_ne!(one, d_choice_picks(&f, 1, 6, 200), "another seed, others");
         // D = 1 is a random candidate: every closed unit comes up, never
-        // the free one.
+        // the free one or the full one.
         for leb in 1..=4 {
             assert!(one.contains(&leb), "unit {leb} never drawn");
         }
-        assert!(!one.contains(&0));
+        assert!(!one.contains(&0) && !one.contains(&5));
         // D = 64 draws: one of the fewest-valid units (2 or 3) wins.
         for v in d_choice_picks(&f, 64, 9, 100) {
             assert!(v == 2 || v == 3, "d-choices:64 picked {v}");
@@ -607,7 +615,8 @@ mod tests {
         );
         assert_eq!(c.capacity(), 100);
         assert!(v.get(0).is_none(), "a free unit is no candidate");
-        assert!(v.get(5).is_none(), "beyond the device");
+        assert!(v.get(5).is_none(), "a full unit is no candidate");
+        assert!(v.get(6).is_none(), "beyond the device");
         assert_eq!(v.iter().map(|c| c.leb()).collect::<Vec<_>>(), [1, 2, 3, 4]);
     }
 }
