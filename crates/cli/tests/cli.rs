@@ -330,10 +330,7 @@ fn review_bad_input_is_one_line() {
             "pgbench results",
         ),
     ] {
-        let (code, _, err) = vsl(&args);
-        assert_eq!(code, 1, "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        common::assert_one_line_error(&args, needle);
     }
 }
 

@@ -3,7 +3,7 @@
 //! seeded d-choices, one-line errors.
 
 mod common;
-use common::vsl;
+use common::{assert_one_line_error, vsl};
 
 fn tmp(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("vsl-policies-{}", std::process::id()));
@@ -11,11 +11,12 @@ fn tmp(name: &str) -> std::path::PathBuf {
     dir.join(name)
 }
 
-/// A short GC-heavy run with `policy` and `seed`: its JSON.
-fn run_json(policy: &str, seed: &str, name: &str) -> String {
+/// A short GC-heavy run of the card `card` (options) with `seed`: its JSON.
+fn run_card(card: &[&str], seed: &str, name: &str) -> String {
     let json = tmp(name);
-    let (code, _, err) = vsl(&[
-        "run",
+    let mut args = vec!["run"];
+    args.extend_from_slice(card);
+    args.extend([
         "--scale",
         "0.01",
         "--member",
@@ -27,14 +28,18 @@ fn run_json(policy: &str, seed: &str, name: &str) -> String {
         "3s",
         "--seed",
         seed,
-        "--gc-policy",
-        policy,
         "-q",
         "--json",
         json.to_str().unwrap(),
     ]);
-    assert_eq!(code, 0, "{policy}: {err}");
+    let (code, _, err) = vsl(&args);
+    assert_eq!(code, 0, "{card:?}: {err}");
     std::fs::read_to_string(&json).unwrap()
+}
+
+/// [`run_card`] of the default card with `--gc-policy policy`.
+fn run_json(policy: &str, seed: &str, name: &str) -> String {
+    run_card(&["--gc-policy", policy], seed, name)
 }
 
 fn summary(text: &str) -> serde_json::Value {
@@ -122,10 +127,7 @@ fn bad_policies_are_one_line_errors() {
         (&["run", "--target", "iodrive-duo-640-mlc:gc=nope"], "nope"),
     ];
     for (args, needle) in cases {
-        let (code, _, err) = vsl(args);
-        assert_eq!(code, 1, "{args:?}: exit {code}, stderr {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: '{err}' lacks '{needle}'");
+        assert_one_line_error(args, needle);
     }
 }
 
@@ -133,26 +135,11 @@ fn bad_policies_are_one_line_errors() {
 /// `--device PRESET --gc-policy POLICY`.
 #[test]
 fn a_target_may_name_its_policy() {
-    let json = tmp("target.json");
-    let (code, _, err) = vsl(&[
-        "run",
-        "--target",
-        "iodrive-duo-640-mlc:gc=windowed:8",
-        "--scale",
-        "0.01",
-        "--member",
-        "0",
-        "--precondition",
-        "--profile",
-        "4k-randwrite",
-        "--duration",
-        "3s",
-        "-q",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let via_target = std::fs::read_to_string(&json).unwrap();
+    let via_target = run_card(
+        &["--target", "iodrive-duo-640-mlc:gc=windowed:8"],
+        "1",
+        "target.json",
+    );
     let via_flag = run_json("windowed:8", "1", "flag.json");
     assert_eq!(via_target, via_flag);
 }

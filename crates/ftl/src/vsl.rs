@@ -898,15 +898,15 @@ impl Vsl {
                 return Some(cold);
             }
         }
-        let units = Candidates::new(
-            &self.leb_state,
-            &self.leb_valid,
-            &self.leb_closed_at,
-            &self.leb_close_seq,
-            self.nand.erase_counts(),
-            self.spl,
-            self.stats.host_sectors_written,
-        );
+        let units = Candidates {
+            state: &self.leb_state,
+            valid: &self.leb_valid,
+            closed_at: &self.leb_closed_at,
+            close_seq: &self.leb_close_seq,
+            erase_counts: self.nand.erase_counts(),
+            capacity: self.spl,
+            now: self.stats.host_sectors_written,
+        };
         let leb = self.policy.select(&units, &mut self.gc_prng)?;
         assert!(
             units.get(leb).is_some(),

@@ -48,39 +48,17 @@ pub trait VictimPolicy: Send {
 /// collected) with at least one stale slot: collecting a fully valid unit
 /// would free nothing.
 pub struct Candidates<'a> {
-    state: &'a [LebState],
-    valid: &'a [u32],
-    closed_at: &'a [u64],
-    close_seq: &'a [u64],
-    erase_counts: &'a [u32],
-    capacity: u32,
-    now: u64,
+    pub(super) state: &'a [LebState],
+    pub(super) valid: &'a [u32],
+    pub(super) closed_at: &'a [u64],
+    /// Empty unless the policy asked for the close order.
+    pub(super) close_seq: &'a [u64],
+    pub(super) erase_counts: &'a [u32],
+    pub(super) capacity: u32,
+    pub(super) now: u64,
 }
 
-impl<'a> Candidates<'a> {
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
-        state: &'a [LebState],
-        valid: &'a [u32],
-        closed_at: &'a [u64],
-        close_seq: &'a [u64],
-        erase_counts: &'a [u32],
-        capacity: u32,
-        now: u64,
-    ) -> Candidates<'a> {
-        assert_eq!(state.len(), valid.len());
-        assert!(close_seq.is_empty() || close_seq.len() == state.len());
-        Candidates {
-            state,
-            valid,
-            closed_at,
-            close_seq,
-            erase_counts,
-            capacity,
-            now,
-        }
-    }
-
+impl Candidates<'_> {
     /// Erase units in the device, candidates or not: `get` takes `0..units()`.
     pub fn units(&self) -> u32 {
         self.state.len() as u32
@@ -488,15 +466,15 @@ mod tests {
         }
 
         fn view(&self) -> Candidates<'_> {
-            Candidates::new(
-                &self.state,
-                &self.valid,
-                &self.closed_at,
-                &self.close_seq,
-                &self.erases,
-                100,
-                1000,
-            )
+            Candidates {
+                state: &self.state,
+                valid: &self.valid,
+                closed_at: &self.closed_at,
+                close_seq: &self.close_seq,
+                erase_counts: &self.erases,
+                capacity: 100,
+                now: 1000,
+            }
         }
     }
 
