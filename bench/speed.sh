@@ -6,8 +6,12 @@
 # model's peak RSS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q -p vsl
-VSL=target/release/vsl
+# VSL=PATH measures another build (e.g. a copy of main's binary for a
+# before/after ratio) instead of building this tree's.
+if [ -z "${VSL:-}" ]; then
+  cargo build --release -q -p vsl
+  VSL=target/release/vsl
+fi
 WARMUP=${WARMUP:-3000s}
 WINDOW=${WINDOW:-300s}
 

@@ -46,8 +46,21 @@ def test_fio_style_options_and_listings():
     assert "iodrive-duo-640-mlc" in [d["name"] for d in openvsl.devices()]
 
 
+def test_gc_policies_listed_and_selectable():
+    names = list(openvsl.policies())
+    assert names == ["greedy", "cost-benefit", "d-choices:D", "fifo", "windowed:W"]
+    assert all(source for _, source in openvsl.policies().values())
+    greedy, _ = openvsl.run(seed=4, **QUICK)
+    d1, _ = openvsl.run(seed=4, gc_policy="d-choices:2", **QUICK)
+    d2, _ = openvsl.run(seed=4, gc_policy="d-choices:2", **QUICK)
+    assert d1 == d2
+    assert d1["gc_pages_moved"] != greedy["gc_pages_moved"]
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(colour="red"), "unexpected argument '--colour' found"),
+    (dict(gc_policy="d-choices:0"), "d-choices:0"),
+    (dict(gc_policy="windowed:0"), "windowed:0"),
     (dict(profile="nope"), "unknown profile 'nope'"),
     (dict(duration="soon"), "--duration"),
     (dict(device="floppy"), "floppy"),

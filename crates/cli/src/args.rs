@@ -26,6 +26,8 @@ pub enum Command {
     Devices(DevicesArgs),
     /// List the named workload profiles.
     Profiles,
+    /// List the GC victim policies (--gc-policy), one line each with its source.
+    Policies,
     /// Run the SYSTEM.md §4 validation table: model vs measured.
     Validate(ValidateArgs),
     /// Run a whole enterprise SSD review on one or more targets and write a report.
@@ -128,7 +130,8 @@ pub struct CardArgs {
     /// full card).
     #[arg(long, default_value = "1", allow_hyphen_values = true)]
     pub scale: String,
-    /// Garbage-collection victim selection: greedy or cost-benefit.
+    /// Garbage-collection victim selection: greedy, cost-benefit,
+    /// d-choices:D, fifo or windowed:W (see `vsl policies`).
     #[arg(long, default_value = "greedy")]
     pub gc_policy: String,
     /// When GC runs: paced (grooming interleaved with host writes at a pace
@@ -289,9 +292,9 @@ pub struct ValidateArgs {
 
 #[derive(Args, Debug)]
 pub struct ReviewArgs {
-    /// A target to review (repeatable): PRESET[:FORMAT][:512] (FORMAT: stock,
-    /// hp, improved-write, max-write, op=PCT, capacity=SIZE), file:PATH:SIZE
-    /// or blockdev:/dev/NAME.
+    /// A target to review (repeatable): PRESET[:FORMAT][:512][:gc=POLICY]
+    /// (FORMAT: stock, hp, improved-write, max-write, op=PCT, capacity=SIZE;
+    /// gc= last, e.g. :gc=d-choices:8), file:PATH:SIZE or blockdev:/dev/NAME.
     #[arg(long = "target", value_name = "TARGET")]
     pub targets: Vec<String>,
     /// A TOML review plan (every key with its default: docs/review-plan.toml).
@@ -309,6 +312,10 @@ pub struct ReviewArgs {
     /// Fraction of the card modelled targets keep (overrides the plan).
     #[arg(long, allow_hyphen_values = true)]
     pub scale: Option<String>,
+    /// GC victim policy of every modelled target without its own `gc=`
+    /// (greedy, cost-benefit, d-choices:D, fifo, windowed:W; see `vsl policies`).
+    #[arg(long, default_value = "greedy")]
+    pub gc_policy: String,
     /// No progress or summary (errors still go to stderr).
     #[arg(long, short)]
     pub quiet: bool,

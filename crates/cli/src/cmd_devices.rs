@@ -68,3 +68,11 @@ pub fn profiles() -> Result<()> {
     }
     Ok(())
 }
+
+/// `vsl policies`: every built-in GC victim policy, one line each.
+pub fn policies() -> Result<()> {
+    for p in ftl::POLICIES {
+        println!("{:<13} {} [{}]", p.spelling, p.summary, p.source);
+    }
+    Ok(())
+}

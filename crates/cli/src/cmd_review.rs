@@ -1,6 +1,7 @@
 use crate::args::ReviewArgs;
 use anyhow::{anyhow, bail, Context, Result};
 use device::{CardConfig, Format, Preset};
+use ftl::GcPolicy;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lab::review::{
     phase_count, review_target_observed, Measured, ModelTarget, ReviewPlan, ReviewTarget,
@@ -19,16 +20,29 @@ pub struct ReviewResults<'a> {
     pub targets: &'a [TargetResult],
 }
 
-/// `PRESET[:FORMAT][:512]`, FORMAT one of the format names, `op=PCT` or
-/// `capacity=SIZE`; `--device X --format F` is the same as `X:F`.
-pub fn model_config(spec: &str, scale: f64) -> Result<CardConfig> {
-    let mut parts = spec.split(':');
+/// `PRESET[:FORMAT][:512][:gc=POLICY]`, FORMAT one of the format names,
+/// `op=PCT` or `capacity=SIZE`; `--device X --format F` is the same as
+/// `X:F`. `gc=` comes last, as a policy may hold a colon (`d-choices:8`);
+/// without it the card uses `gc_policy`.
+pub fn model_config(spec: &str, scale: f64, gc_policy: GcPolicy) -> Result<CardConfig> {
+    let (card, gc) = match spec.split_once(":gc=") {
+        Some((card, gc)) => (card, Some(gc)),
+        None => (spec, None),
+    };
+    let gc_policy = match gc {
+        Some(g) => g
+            .parse()
+            .map_err(|e: String| anyhow!("target {spec}: {e}"))?,
+        None => gc_policy,
+    };
+    let mut parts = card.split(':');
     let name = parts.next().unwrap_or_default();
     let preset = Preset::by_name(name).ok_or_else(|| {
         anyhow!("unknown target '{spec}' (a device preset such as {}, or file:PATH:SIZE, or blockdev:/dev/NAME)", Preset::names()[0])
     })?;
     let mut c = CardConfig::new(preset);
     c.scale = scale;
+    c.gc_policy = gc_policy;
     for p in parts {
         if p == "512" || p == "4096" {
             c.sector_bytes = p.parse().expect("digits");
@@ -46,11 +60,17 @@ pub fn model_config(spec: &str, scale: f64) -> Result<CardConfig> {
     Ok(c)
 }
 
-fn build_target(spec: &str, scale: f64) -> Result<Box<dyn ReviewTarget>> {
+fn build_target(
+    spec: &str,
+    scale: f64,
+    seed: u64,
+    gc_policy: GcPolicy,
+) -> Result<Box<dyn ReviewTarget>> {
     if spec.starts_with("file:") || spec.starts_with("blockdev:") {
         return crate::realdev::review_target(spec);
     }
-    let cfg = model_config(spec, scale)?;
+    let mut cfg = model_config(spec, scale, gc_policy)?;
+    cfg.gc_seed = seed;
     Ok(Box::new(ModelTarget::new(spec, cfg)?))
 }
 
@@ -76,6 +96,10 @@ pub fn review(a: ReviewArgs) -> Result<()> {
             .filter(|v| *v > 0.0 && *v <= 1.0)
             .ok_or_else(|| anyhow!("--scale: '{s}' must be a number in (0, 1]"))?;
     }
+    let gc_policy: GcPolicy = a
+        .gc_policy
+        .parse()
+        .map_err(|e: String| anyhow!("--gc-policy: {e}"))?;
     plan.targets.extend(a.targets.iter().cloned());
     if plan.targets.is_empty() {
         bail!("no targets: give --target PRESET:FORMAT (e.g. iodrive-duo-640-mlc:stock) or file:PATH:SIZE, or a plan with targets");
@@ -95,7 +119,7 @@ pub fn review(a: ReviewArgs) -> Result<()> {
     let mut targets = Vec::new();
     let mut failed_to_open = Vec::new();
     for t in &plan.targets {
-        match build_target(t, plan.scale) {
+        match build_target(t, plan.scale, plan.seed, gc_policy) {
             Ok(target) => targets.push(target),
             Err(e) if realtime::Target::is_real(t) => failed_to_open.push(TargetResult {
                 label: t.clone(),

@@ -260,12 +260,14 @@ fn run_model(
 ) -> Result<Done> {
     let mut cfg = card_config(&a.card)?;
     if let Some(t) = &a.target {
-        let m = crate::cmd_review::model_config(t, cfg.scale)?;
+        let m = crate::cmd_review::model_config(t, cfg.scale, cfg.gc_policy)?;
         cfg.preset = m.preset;
         cfg.format = m.format;
         cfg.sector_bytes = m.sector_bytes;
+        cfg.gc_policy = m.gc_policy;
     }
     cfg.reliability.seed = a.seed;
+    cfg.gc_seed = a.seed;
     // --fail-die times count from the start of the measured run.
     cfg.reliability.defer_failures = true;
     let mut card = Card::new(cfg)?;

@@ -28,6 +28,7 @@ fn main() {
         args::Command::Run(a) => cmd_run::run(*a),
         args::Command::Devices(a) => cmd_devices::devices(a),
         args::Command::Profiles => cmd_devices::profiles(),
+        args::Command::Policies => cmd_devices::policies(),
         args::Command::Validate(a) => cmd_validate::validate(a),
         args::Command::Review(a) => cmd_review::review(a),
         args::Command::Sweep(a) => sweep::cli(a),

@@ -165,6 +165,8 @@ fn bad_input_is_one_clear_line() {
         (&["--rw", "sideways"], "unknown rw"),
         (&["--random-distribution", "zipf:abc"], "zipf"),
         (&["--gc-policy", "lru"], "GC policy"),
+        (&["--gc-policy", "d-choices:0"], "d-choices:0"),
+        (&["--gc-policy", "windowed:0"], "windowed:0"),
         (&["--fail-die", "100"], "die 100 is out of range"),
         (&["--fail-die", "x"], "is not a number"),
         (&["--fail-die", "3@soon"], "--fail-die"),
@@ -329,10 +331,7 @@ fn review_bad_input_is_one_line() {
             "pgbench results",
         ),
     ] {
-        let (code, _, err) = vsl(&args);
-        assert_eq!(code, 1, "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        common::assert_one_line_error(&args, needle);
     }
 }
 

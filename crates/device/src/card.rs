@@ -31,6 +31,9 @@ pub const MIN_SCALED_LEBS: u32 = 24;
 /// full card's); two pages give 0.93-0.95 (`bench/scale_table.sh`,
 /// docs/MODEL.md "Scaling").
 pub const MIN_SCALED_PAGES: u32 = 2;
+/// Default seed of the FTL's random choices (d-choices' draws), mixed with
+/// the member's number so the two ioMemory devices of a Duo draw apart.
+pub const GC_SEED: u64 = 0x0047_435f_5345_4544;
 /// Host RAM the model refuses to exceed without `--scale` (bytes).
 pub const MAX_MODEL_RAM: u64 = 16 << 30;
 
@@ -157,6 +160,9 @@ pub struct CardConfig {
     /// RAID 0 chunk across members.
     pub chunk_bytes: u64,
     pub gc_policy: GcPolicy,
+    /// Seeds the FTL's random victim choices (d-choices); each member mixes
+    /// in its number. `vsl run` sets it from `--seed`.
+    pub gc_seed: u64,
     pub gc_mode: GcMode,
     /// Reads overtake queued programs and erases in the bank queues.
     pub read_priority: bool,
@@ -184,6 +190,7 @@ impl CardConfig {
             member: MemberSel::All,
             chunk_bytes: 512 * 1024,
             gc_policy: GcPolicy::Greedy,
+            gc_seed: GC_SEED,
             gc_mode: GcMode::Paced,
             read_priority: true,
             suspend_ns: None,
@@ -269,6 +276,7 @@ impl CardConfig {
             user_sectors: 0,
             reserved_lebs,
             gc_policy: self.gc_policy,
+            gc_seed: self.gc_seed,
             gc_mode: self.gc_mode,
             gc_reserve_lebs: GC_RESERVE_LEBS * k,
             gc_background_lebs: GC_BACKGROUND_LEBS * k,
@@ -527,13 +535,9 @@ impl Card {
         let members = member_ids
             .iter()
             .map(|&id| {
-                Member::new(
-                    p,
-                    ftl_cfg.clone(),
-                    id,
-                    config.environment,
-                    &config.reliability,
-                )
+                let mut cfg = ftl_cfg.clone();
+                cfg.gc_seed ^= (id as u64) << 56;
+                Member::new(p, cfg, id, config.environment, &config.reliability)
             })
             .collect::<Result<Vec<_>, _>>()?;
         let chunk_sectors = config.chunk_bytes / sector;

@@ -5,9 +5,13 @@
 //!   physical-to-logical record of every programmed slot (what the
 //!   out-of-band area of each page stores on the card), the block manager
 //!   (per-erase-unit valid counts, a free list ordered by wear), garbage
-//!   collection ([`GcPolicy`]: greedy or cost-benefit), static wear levelling,
-//!   TRIM, and the power-cut-protected write buffer that acknowledges writes
-//!   before they are programmed.
+//!   collection, static wear levelling, TRIM, and the power-cut-protected
+//!   write buffer that acknowledges writes before they are programmed.
+//! - [`VictimPolicy`]: the seam where GC's victim is chosen, from a
+//!   read-only view of the erase units ([`Candidates`]); the built-ins are
+//!   [`GcPolicy`] (greedy, cost-benefit, d-choices, FIFO, windowed greedy;
+//!   [`POLICIES`] lists them with their sources), and
+//!   [`Vsl::set_victim_policy`] installs one of your own.
 //! - [`FtlConfig`]: geometry, timing, formatted size and the policy knobs.
 //! - [`FtlStats`]: host and media counters (write amplification, GC moves).
 //! - [`MediaEvent`] and [`OobRecord`]: the seam for a data store keyed by
@@ -45,8 +49,9 @@ mod vsl;
 
 pub use nand::ReadPolicy;
 pub use vsl::{
-    content_tag, poisson_tail, FtlConfig, FtlError, FtlStats, GcMode, GcPolicy, MediaConfig,
-    MediaEvent, OobRecord, PowerEvent, ReliabilityConfig, ReliabilityStats, Vsl, REBUILD_SHARE,
+    content_tag, poisson_tail, Candidate, Candidates, FtlConfig, FtlError, FtlStats, GcMode,
+    GcPolicy, MediaConfig, MediaEvent, OobRecord, PolicyInfo, PowerEvent, ReliabilityConfig,
+    ReliabilityStats, VictimPolicy, Vsl, D_CHOICES_MAX, POLICIES, REBUILD_SHARE,
 };
 
 /// Steady-state write amplification of greedy GC under uniform random

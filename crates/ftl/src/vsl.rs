@@ -1,39 +1,20 @@
 use nand::{CellTiming, Geometry, NandArray, ReadPolicy};
 use serde::Serialize;
-use sim::Nanos;
+use sim::{Nanos, Prng};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 mod atomic;
 mod flashback;
 mod media;
+mod victim;
 pub use flashback::{content_tag, ReliabilityConfig, ReliabilityStats, REBUILD_SHARE};
 pub use media::{poisson_tail, MediaConfig};
+pub use victim::{
+    Candidate, Candidates, GcPolicy, PolicyInfo, VictimPolicy, D_CHOICES_MAX, POLICIES,
+};
 
 const UNMAPPED: u32 = u32::MAX;
-
-/// How GC picks the erase unit to reclaim.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum GcPolicy {
-    /// Fewest valid slots (Rosenblum & Ousterhout's greedy cleaner).
-    Greedy,
-    /// Highest (1-u)/(2u) × age (Rosenblum & Ousterhout, LFS, 1992).
-    CostBenefit,
-}
-
-impl std::str::FromStr for GcPolicy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "greedy" => Ok(GcPolicy::Greedy),
-            "cost-benefit" | "cb" => Ok(GcPolicy::CostBenefit),
-            _ => Err(format!(
-                "unknown GC policy '{s}' (expected greedy or cost-benefit)"
-            )),
-        }
-    }
-}
 
 /// When garbage collection runs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
@@ -94,6 +75,9 @@ pub struct FtlConfig {
     /// Erase units set aside (metadata, bad-block replacement): never used.
     pub reserved_lebs: u32,
     pub gc_policy: GcPolicy,
+    /// Seeds the FTL's own random choices (d-choices' draws); the same
+    /// seed gives the same victims.
+    pub gc_seed: u64,
     pub gc_mode: GcMode,
     /// Foreground GC keeps at least this many erase units free (the low
     /// watermark).
@@ -147,6 +131,7 @@ impl FtlConfig {
             user_sectors: 1,
             reserved_lebs: 0,
             gc_policy: policy,
+            gc_seed: 1,
             gc_mode: GcMode::Legacy,
             gc_reserve_lebs: 2,
             gc_background_lebs: 0,
@@ -325,6 +310,13 @@ pub struct Vsl {
     leb_state: Vec<LebState>,
     /// Host sectors written when the erase unit was closed (its age).
     leb_closed_at: Vec<u64>,
+    /// Order in which each unit was closed (1, 2, …), kept only for a
+    /// victim policy that asks for it; `closes` counts them.
+    leb_close_seq: Vec<u64>,
+    closes: u64,
+    /// Picks GC victims ([`VictimPolicy`]), drawing from `gc_prng`.
+    policy: Box<dyn VictimPolicy>,
+    gc_prng: Prng,
     free: BinaryHeap<Reverse<(u32, u32)>>,
     frontier_leb: u32,
     frontier_next: u32,
@@ -451,7 +443,7 @@ impl Vsl {
         let mut nand = NandArray::new(g, cfg.timing);
         nand.set_read_policy(cfg.read_policy);
         nand.set_erase_batch(cfg.erase_batch);
-        Ok(Vsl {
+        let mut vsl = Vsl {
             nand,
             l2p: table(cfg.user_sectors as usize, UNMAPPED),
             p2l: table(lebs * spl as usize, UNMAPPED),
@@ -464,6 +456,10 @@ impl Vsl {
             leb_valid: vec![0; lebs],
             leb_state,
             leb_closed_at: vec![0; lebs],
+            leb_close_seq: Vec::new(),
+            closes: 0,
+            policy: cfg.gc_policy.build(),
+            gc_prng: Prng::from_seed(cfg.gc_seed),
             free,
             frontier_leb: 0,
             frontier_next: 0,
@@ -490,7 +486,30 @@ impl Vsl {
             spl,
             cfg,
             stats: FtlStats::default(),
-        })
+        };
+        if vsl.policy.needs_close_order() {
+            vsl.leb_close_seq = vec![0; lebs];
+        }
+        Ok(vsl)
+    }
+
+    /// Installs the GC victim policy: a built-in one from
+    /// [`GcPolicy::build`] or one of your own (docs/ARCHITECTURE.md,
+    /// "Adding a GC policy"). Best called right after [`Vsl::new`]; a policy
+    /// that needs the close order and is installed later sees the units
+    /// closed before as closed at the same time (sequence 0).
+    pub fn set_victim_policy(&mut self, policy: Box<dyn VictimPolicy>) {
+        if policy.needs_close_order() {
+            self.leb_close_seq.resize(self.leb_state.len(), 0);
+        } else {
+            self.leb_close_seq = Vec::new();
+        }
+        self.policy = policy;
+    }
+
+    /// The name of the GC victim policy in use ([`VictimPolicy::name`]).
+    pub fn victim_policy_name(&self) -> String {
+        self.policy.name()
     }
 
     pub fn config(&self) -> &FtlConfig {
@@ -519,6 +538,7 @@ impl Vsl {
             + self.p2l.len() * 4
             + self.oob_seq.len() * 8
             + self.valid_bits.len() * 8
+            + self.leb_close_seq.len() * 8
             + self.leb_valid.len() * per_leb) as u64
     }
 
@@ -793,6 +813,10 @@ impl Vsl {
         let old = self.frontier_leb as usize;
         self.leb_state[old] = LebState::Closed;
         self.leb_closed_at[old] = self.stats.host_sectors_written;
+        if !self.leb_close_seq.is_empty() {
+            self.closes += 1;
+            self.leb_close_seq[old] = self.closes;
+        }
         if self.free.is_empty() {
             // A GC group held back is usable at once rather than never.
             self.release_gc_group();
@@ -874,30 +898,22 @@ impl Vsl {
                 return Some(cold);
             }
         }
-        let now = self.stats.host_sectors_written;
-        let mut best: Option<(u32, f64)> = None;
-        for (leb, &state) in self.leb_state.iter().enumerate() {
-            if state != LebState::Closed {
-                continue;
-            }
-            let valid = self.leb_valid[leb];
-            let score = match self.cfg.gc_policy {
-                GcPolicy::Greedy => -(valid as f64),
-                GcPolicy::CostBenefit => {
-                    let u = valid as f64 / self.spl as f64;
-                    let age = (now - self.leb_closed_at[leb]) as f64 + 1.0;
-                    if valid == 0 {
-                        f64::INFINITY
-                    } else {
-                        (1.0 - u) / (2.0 * u) * age
-                    }
-                }
-            };
-            if best.is_none_or(|(_, s)| score > s) {
-                best = Some((leb as u32, score));
-            }
-        }
-        best.map(|(leb, _)| leb)
+        let units = Candidates {
+            state: &self.leb_state,
+            valid: &self.leb_valid,
+            closed_at: &self.leb_closed_at,
+            close_seq: &self.leb_close_seq,
+            erase_counts: self.nand.erase_counts(),
+            capacity: self.spl,
+            now: self.stats.host_sectors_written,
+        };
+        let leb = self.policy.select(&units, &mut self.gc_prng)?;
+        assert!(
+            units.get(leb).is_some(),
+            "GC policy {} chose unit {leb}, which is no candidate (closed, a slot stale)",
+            self.policy.name()
+        );
+        Some(leb)
     }
 
     /// The least-worn closed erase unit, if wear has spread too far.

@@ -183,6 +183,25 @@ fn random_ops_keep_map_consistent() {
     }
 }
 
+/// Issue 28: the policies added behind `VictimPolicy` keep the map, the
+/// valid counts and the data against the reference, in both GC modes.
+#[test]
+fn random_ops_keep_map_consistent_with_every_victim_policy() {
+    let policies = [
+        GcPolicy::DChoices(1),
+        GcPolicy::DChoices(4),
+        GcPolicy::Fifo,
+        GcPolicy::Windowed(1),
+        GcPolicy::Windowed(6),
+    ];
+    for (i, policy) in policies.into_iter().enumerate() {
+        let seed = 20261125 + i as u64;
+        let sector = if i % 2 == 0 { 4096 } else { 512 };
+        random_ops_against_reference(seed, sector, policy, None);
+        random_ops_against_reference(seed, sector, policy, Some(1 + i as u32 % 2));
+    }
+}
+
 #[test]
 fn over_full_format_is_rejected() {
     let mut cfg = small_config(16, 0.1, 4096);

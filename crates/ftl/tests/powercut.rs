@@ -27,6 +27,7 @@ fn small(sector: u32, mode: GcMode) -> FtlConfig {
         user_sectors: 1,
         reserved_lebs: 1,
         gc_policy: GcPolicy::Greedy,
+        gc_seed: 1,
         gc_mode: mode,
         gc_reserve_lebs: 2,
         gc_background_lebs: 4,

@@ -272,7 +272,7 @@ impl ReviewTarget for ModelTarget {
     fn description(&self) -> String {
         let f = self.card.members[0].vsl.config();
         format!(
-            "{} ({}), format {}, {} B sectors, members {:?}, scale {}, {:.1} GB formatted, spare {:.1} %",
+            "{} ({}), format {}, {} B sectors, members {:?}, scale {}, {:.1} GB formatted, spare {:.1} %, GC victim {}",
             self.config.preset.name,
             self.config.preset.description,
             self.config.format.label(),
@@ -280,7 +280,8 @@ impl ReviewTarget for ModelTarget {
             self.card.member_ids(),
             self.config.scale,
             self.card.capacity_bytes() as f64 / 1e9,
-            f.spare_factor() * 100.0
+            f.spare_factor() * 100.0,
+            self.card.members[0].vsl.victim_policy_name()
         )
     }
     fn is_virtual(&self) -> bool {

@@ -56,6 +56,15 @@ mod native {
             .collect()
     }
 
+    /// The GC victim policies (`vsl policies`): (spelling, summary, source).
+    #[pyfunction]
+    fn policies() -> Vec<(String, String, String)> {
+        ftl::POLICIES
+            .iter()
+            .map(|p| (p.spelling.into(), p.summary.into(), p.source.into()))
+            .collect()
+    }
+
     /// A planned run as Python sees it: (key, options, argv).
     type PlannedTuple = (String, Vec<(String, String)>, Vec<String>);
 
@@ -167,6 +176,7 @@ mod native {
         m.add_function(wrap_pyfunction!(run_json, m)?)?;
         m.add_function(wrap_pyfunction!(devices_json, m)?)?;
         m.add_function(wrap_pyfunction!(profiles, m)?)?;
+        m.add_function(wrap_pyfunction!(policies, m)?)?;
         m.add_function(wrap_pyfunction!(plan, m)?)?;
         m.add_function(wrap_pyfunction!(run_planned, m)?)?;
         m.add_function(wrap_pyfunction!(is_done, m)?)?;

@@ -290,6 +290,30 @@ mod tests {
         }
     }
 
+    /// Issue 28: a sweep compares GC victim policies; a bad one stops the
+    /// plan before any run.
+    #[test]
+    fn gc_policies_sweep_and_bad_ones_stop_the_plan() {
+        let p = Plan::from_toml(
+            "scale = 0.01\ngc-policy = ['greedy', 'd-choices:4', 'windowed:16', 'fifo']\n",
+            "p",
+        )
+        .unwrap();
+        assert_eq!(p.swept, ["gc-policy"]);
+        let policies: Vec<_> = p
+            .runs
+            .iter()
+            .map(|r| r.args().unwrap().card.gc_policy)
+            .collect();
+        assert_eq!(policies, ["greedy", "d-choices:4", "windowed:16", "fifo"]);
+        for bad in ["d-choices:0", "windowed:0", "lru"] {
+            let text = format!("gc-policy = ['greedy', '{bad}']\n");
+            let e = format!("{:#}", Plan::from_toml(&text, "p").unwrap_err());
+            assert!(e.contains(bad), "{bad}: {e}");
+            assert!(!e.contains('\n'), "{bad}: not one line: {e}");
+        }
+    }
+
     #[test]
     fn fnv1a_is_the_published_function() {
         // Test vectors of the FNV reference (isthe.com/chongo/tech/comp/fnv).

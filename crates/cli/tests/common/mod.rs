@@ -52,3 +52,17 @@ pub fn vsl(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// Runs `vsl ARGS` and checks it fails as bad input should: exit 1, one
+/// line on stderr naming `needle`, no panic.
+pub fn assert_one_line_error(args: &[&str], needle: &str) {
+    let (code, _, err) = vsl(args);
+    assert_eq!(code, 1, "{args:?}: exit {code}, stderr {err}");
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    assert_eq!(
+        err.trim().lines().count(),
+        1,
+        "{args:?}: not one line: {err}"
+    );
+    assert!(err.contains(needle), "{args:?}: '{err}' lacks '{needle}'");
+}

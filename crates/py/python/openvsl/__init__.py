@@ -20,7 +20,7 @@ import pandas as pd
 from . import _native
 from ._native import OpenvslError
 
-__all__ = ["run", "devices", "profiles", "sweep", "plan", "OpenvslError"]
+__all__ = ["run", "devices", "profiles", "policies", "sweep", "plan", "OpenvslError"]
 
 
 def _argv(options):
@@ -63,6 +63,13 @@ def devices():
 def profiles():
     """The named workload profiles: ``{name: description}``."""
     return dict(_native.profiles())
+
+
+def policies():
+    """The GC victim policies ``run(gc_policy=...)`` and sweep plans take
+    (``vsl policies``): ``{spelling: (summary, source)}``, e.g.
+    ``"d-choices:D"`` for ``gc_policy="d-choices:8"``."""
+    return {name: (summary, source) for name, summary, source in _native.policies()}
 
 
 def _plan_source(plan):
