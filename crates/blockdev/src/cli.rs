@@ -63,7 +63,7 @@ pub struct AttachArgs {
     /// parallelism and timing stay).
     #[arg(long, allow_hyphen_values = true)]
     pub scale: Option<String>,
-    /// Garbage-collection victim selection: greedy or cost-benefit.
+    /// Garbage-collection victim selection (`vsl policies` lists them): greedy, cost-benefit, d-choices:D, fifo or windowed:W.
     #[arg(long)]
     pub gc_policy: Option<String>,
     /// model: every I/O completes no earlier than the model says;
