@@ -198,28 +198,43 @@ pub fn option(name: &str) -> Option<&'static FioOption> {
 
 /// The table as text: what `vsl run --list-fio-options` prints.
 pub fn options_table() -> String {
-    let mut out = format!(
-        "{:<27} {:<8} {:<9} {:<14} {:<11} help\n",
-        "option", "type", "default", "range", "support"
-    );
-    for o in OPTIONS {
-        let name = if o.aliases.is_empty() {
-            o.name.to_string()
-        } else {
-            format!("{} ({})", o.name, o.aliases.join(", "))
-        };
-        let support = match o.support {
-            Modelled => "modelled",
-            NoEffect => "no effect",
-            NotModelled => "refused",
-        };
-        out += &format!(
-            "{name:<27} {:<8} {:<9} {:<14} {support:<11} {}\n",
-            o.kind.name(),
-            o.default,
-            o.range,
-            o.help
-        );
+    let rows: Vec<[String; 6]> = OPTIONS
+        .iter()
+        .map(|o| {
+            let name = if o.aliases.is_empty() {
+                o.name.to_string()
+            } else {
+                format!("{} ({})", o.name, o.aliases.join(", "))
+            };
+            let support = match o.support {
+                Modelled => "modelled",
+                NoEffect => "no effect",
+                NotModelled => "refused",
+            };
+            [
+                name,
+                o.kind.name().into(),
+                o.default.into(),
+                o.range.into(),
+                support.into(),
+                o.help.into(),
+            ]
+        })
+        .collect();
+    let head = ["option", "type", "default", "range", "support", "help"].map(String::from);
+    let mut width = [0usize; 5];
+    for r in std::iter::once(&head).chain(&rows) {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let mut out = String::new();
+    for r in std::iter::once(&head).chain(&rows) {
+        for (w, c) in width.iter().zip(r) {
+            out += &format!("{c:<w$}  ");
+        }
+        out += &r[5];
+        out.push('\n');
     }
     out
 }
@@ -453,7 +468,10 @@ fn entries_of_line(
         line,
         message: m,
     };
-    let l = substitute(l, cx).map_err(err)?;
+    let l = substitute(l, cx).map_err(|m| match l.split_once('=') {
+        Some((k, _)) => err(format!("{}: {m}", k.trim())),
+        None => err(m),
+    })?;
     if let Some(inc) = l.strip_prefix("include ") {
         return include(inc.trim(), file, line, path, cx, depth, out);
     }
@@ -1029,7 +1047,7 @@ mod tests {
         let e = parse_with("[j]\nr w=read\n", false, &[]).unwrap_err();
         assert!(e.message.contains("syntax error"), "{e}");
         let e = parse_with("[j]\nbs=${NOPE}\n", false, &[]).unwrap_err();
-        assert!(e.message.contains("${NOPE} is not set"), "{e}");
+        assert_eq!(e.message, "bs: ${NOPE} is not set in the environment");
         let e = parse_with("[global]\nbs=4k\n", false, &[]).unwrap_err();
         assert!(e.message.contains("no job section"), "{e}");
         let e = parse_with("[j]\niodepth=0\n", false, &[]).unwrap_err();
