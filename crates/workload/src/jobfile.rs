@@ -16,9 +16,10 @@
 //! to the job sections after it; a later `[global]` changes the defaults
 //! of the jobs that follow it only; `include FILE` (inside a section, no
 //! sections in the included file) is looked up as given, then next to the
-//! including file; `;` and `#` start a comment anywhere on a line. One
-//! deliberate difference: an unset `${VAR}` is an error (fio substitutes
-//! an empty string, which only moves the error to the value).
+//! including file; `;` and `#` start a comment anywhere on a line; an
+//! unset `${VAR}` is empty (an error about the value then names it).
+//! fio's other keywords (`$pagesize`, `$mb_memory`) and arithmetic in
+//! values are not supported: such a value is refused.
 
 use crate::spec::{BlockSizes, Distribution, Extent, PlannedSpec, WorkloadSpec};
 use crate::units::{parse_duration_ns, parse_percent, parse_size};
@@ -313,6 +314,8 @@ struct Entry {
     value: Option<String>,
     file: String,
     line: usize,
+    /// `${VAR}`s of the line that were not set (and so became empty).
+    unset: Vec<String>,
 }
 
 impl Entry {
@@ -468,7 +471,8 @@ fn entries_of_line(
         line,
         message: m,
     };
-    let l = substitute(l, cx).map_err(|m| match l.split_once('=') {
+    let mut unset = Vec::new();
+    let l = substitute(l, cx, &mut unset).map_err(|m| match l.split_once('=') {
         Some((k, _)) => err(format!("{}: {m}", k.trim())),
         None => err(m),
     })?;
@@ -489,6 +493,7 @@ fn entries_of_line(
         value,
         file: file.to_string(),
         line,
+        unset,
     });
     Ok(())
 }
@@ -543,8 +548,9 @@ fn include(
     Ok(())
 }
 
-/// `${VAR}` from the environment and `$ncpus`.
-fn substitute(l: &str, cx: &Context) -> Result<String, String> {
+/// `${VAR}` from the environment (empty when unset, as fio; the unset
+/// names are pushed to `unset`) and `$ncpus`.
+fn substitute(l: &str, cx: &Context, unset: &mut Vec<String>) -> Result<String, String> {
     let mut out = String::with_capacity(l.len());
     let mut rest = l;
     while let Some(at) = rest.find('$') {
@@ -555,9 +561,10 @@ fn substitute(l: &str, cx: &Context) -> Result<String, String> {
                 .find('}')
                 .ok_or_else(|| format!("'{tail}': ${{ without a closing }}"))?;
             let var = &v[..end];
-            let value =
-                (cx.env)(var).ok_or_else(|| format!("${{{var}}} is not set in the environment"))?;
-            out.push_str(&value);
+            match (cx.env)(var) {
+                Some(value) => out.push_str(&value),
+                None => unset.push(format!("${{{var}}}")),
+            }
             rest = &v[end + 1..];
         } else if let Some(v) = tail.strip_prefix("$ncpus") {
             out.push_str(&cx.ncpus.to_string());
@@ -642,7 +649,16 @@ fn job(
                     e.spelled()
                 )))
             }
-            Err(Refusal::Invalid(m)) => return Err(e.err(format!("{}: {m}", e.key))),
+            Err(Refusal::Invalid(m)) if e.unset.is_empty() => {
+                return Err(e.err(format!("{}: {m}", e.key)))
+            }
+            Err(Refusal::Invalid(m)) => {
+                return Err(e.err(format!(
+                    "{}: {m} ({} not set in the environment)",
+                    e.key,
+                    e.unset.join(", ")
+                )))
+            }
         }
     }
     let stonewall = b.stonewall;
@@ -672,6 +688,9 @@ fn bool_of(e: &Entry) -> Result<bool, Refusal> {
 
 fn value(e: &Entry) -> Result<&str, Refusal> {
     match e.value.as_deref() {
+        Some(v) if v.contains('$') => invalid(format!(
+            "'{v}': only ${{VAR}} and $ncpus are substituted (no $pagesize, $mb_memory or arithmetic)"
+        )),
         Some(v) if !v.is_empty() => Ok(v),
         _ => invalid("needs a value (OPTION=VALUE)"),
     }
@@ -837,12 +856,60 @@ fn distribution(b: &mut Builder, v: &str) -> Result<(), Refusal> {
             b.zoned_abs = Some(zoned_abs(&v["zoned_abs:".len().min(v.len())..])?);
             Ok(())
         }
+        "zipf" if v.split(':').count() > 2 => Err(Refusal::NotModelled(format!(
+            "'{v}': a zipf centred elsewhere; the generator scatters the ranks"
+        ))),
+        "zoned" => {
+            let zones = fill_zones(&v["zoned:".len().min(v.len())..])?;
+            b.distribution = Distribution::parse(&format!("zoned:{zones}"))
+                .map_err(|e| Refusal::Invalid(e.to_string()))?;
+            b.zoned_abs = None;
+            Ok(())
+        }
         _ => {
             b.distribution = Distribution::parse(v).map_err(|e| Refusal::Invalid(e.to_string()))?;
             b.zoned_abs = None;
             Ok(())
         }
     }
+}
+
+/// fio's `zoned:50/5:30/15:20/`: a missing access or size percentage
+/// shares what the others leave, as fio does.
+fn fill_zones(v: &str) -> Result<String, Refusal> {
+    let zones: Vec<[&str; 2]> = v
+        .split(':')
+        .map(|z| z.split_once('/').map_or([z, ""], |(a, s)| [a, s]))
+        .collect();
+    let fill = |pick: usize| -> Result<Vec<String>, Refusal> {
+        let given: Vec<Option<f64>> = zones
+            .iter()
+            .map(|z| match z[pick].trim() {
+                "" => Ok(None),
+                p => parse_percent(p)
+                    .map(|f| Some(f * 100.0))
+                    .map_err(Refusal::Invalid),
+            })
+            .collect::<Result<_, _>>()?;
+        let missing = given.iter().filter(|g| g.is_none()).count();
+        let rest = 100.0 - given.iter().flatten().sum::<f64>();
+        let share = if missing > 0 {
+            rest / missing as f64
+        } else {
+            0.0
+        };
+        Ok(given
+            .iter()
+            .map(|g| g.unwrap_or(share).to_string())
+            .collect())
+    };
+    let (access, size) = (fill(0)?, fill(1)?);
+    Ok(access
+        .iter()
+        .zip(&size)
+        .map(|(a, s)| format!("{a}/{s}"))
+        .collect::<Vec<_>>()
+        .join(":"))
 }
 
 /// `zoned_abs:60/20M:40/80M`: access percentages over absolute zone sizes,
@@ -898,7 +965,10 @@ fn finish(b: Builder) -> Result<Job, String> {
             "offsets drawn with replacement (as fio's norandommap), not fio's random map".into(),
         );
     }
-    if !j.time_based && j.runtime_ns.is_some() {
+    if j.runtime_ns.is_none() {
+        j.notes
+            .push("no runtime: vsl runs --duration; fio runs until size bytes are done".into());
+    } else if !j.time_based {
         j.notes.push(
             "not time_based: vsl runs the whole runtime, fio may stop once size bytes are done"
                 .into(),
@@ -1004,6 +1074,12 @@ mod tests {
             j.spec.spec.distribution,
             Distribution::Zoned(vec![(0.6, 0.2), (0.4, 0.8)])
         );
+        // fio's rand-zones example: the last zone's size is what is left.
+        let j = one("[j]\nrw=randread\nrandom_distribution=zoned:50/5:30/15:20/\n");
+        assert_eq!(
+            j.spec.spec.distribution,
+            Distribution::Zoned(vec![(0.5, 0.05), (0.3, 0.15), (0.2, 0.8)])
+        );
         let e = parse_with(
             "[j]\nsize=100m\nrandom_distribution=zoned_abs:60/20m:40/10m\n",
             false,
@@ -1029,6 +1105,8 @@ mod tests {
         );
         let e = parse_with("[j]\nrandom_distribution=pareto:0.9\n", false, &[]).unwrap_err();
         assert!(e.message.contains("pareto"), "{e}");
+        let e = parse_with("[j]\nrandom_distribution=zipf:1.2:0.25\n", false, &[]).unwrap_err();
+        assert!(e.message.contains("centred"), "{e}");
         let e = parse_with("[j]\nrw=read:4k\n", false, &[]).unwrap_err();
         assert!(e.message.contains("skips"), "{e}");
         let e = parse_with("[j]\nbs=4k,8k\n", false, &[]).unwrap_err();
@@ -1047,7 +1125,14 @@ mod tests {
         let e = parse_with("[j]\nr w=read\n", false, &[]).unwrap_err();
         assert!(e.message.contains("syntax error"), "{e}");
         let e = parse_with("[j]\nbs=${NOPE}\n", false, &[]).unwrap_err();
-        assert_eq!(e.message, "bs: ${NOPE} is not set in the environment");
+        assert_eq!(
+            e.message,
+            "bs: needs a value (OPTION=VALUE) (${NOPE} not set in the environment)"
+        );
+        // As fio, an unset variable is empty: harmless where nothing reads it.
+        assert!(parse_with("[j]\nfilename=/dev/${NOPE}\n", false, &[]).is_ok());
+        let e = parse_with("[j]\nsize=$mb_memory\n", false, &[]).unwrap_err();
+        assert!(e.message.contains("only ${VAR} and $ncpus"), "{e}");
         let e = parse_with("[global]\nbs=4k\n", false, &[]).unwrap_err();
         assert!(e.message.contains("no job section"), "{e}");
         let e = parse_with("[j]\niodepth=0\n", false, &[]).unwrap_err();
@@ -1093,7 +1178,10 @@ mod tests {
         assert_eq!(f.phases.len(), 1);
         assert_eq!(f.phases[0].len(), 2);
         assert_eq!(f.phases[0][1].ignored, vec!["thinktime=10", "mystery=2"]);
-        assert!(f.phases[0][1].notes[0].contains("not concurrently"));
+        assert!(f.phases[0][1]
+            .notes
+            .iter()
+            .any(|n| n.contains("not concurrently")));
     }
 
     #[test]
@@ -1110,6 +1198,7 @@ mod tests {
                     value: Some("1".into()),
                     file: "t".into(),
                     line: 1,
+                    unset: Vec::new(),
                 };
                 let mut b = Builder {
                     rw: "read".into(),
