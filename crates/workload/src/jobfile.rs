@@ -249,6 +249,16 @@ pub struct JobFileError {
     pub message: String,
 }
 
+impl JobFileError {
+    fn at(path: &Path, line: usize, message: impl Into<String>) -> JobFileError {
+        JobFileError {
+            file: path.display().to_string(),
+            line,
+            message: message.into(),
+        }
+    }
+}
+
 impl fmt::Display for JobFileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.line == 0 {
@@ -354,12 +364,21 @@ pub fn read(path: &Path, lenient: bool) -> Result<JobFile, JobFileError> {
         ncpus,
         read: &read,
     };
-    let text = (cx.read)(path).map_err(|e| JobFileError {
-        file: path.display().to_string(),
-        line: 0,
-        message: format!("cannot read the job file: {e}"),
-    })?;
+    let text = (cx.read)(path)
+        .map_err(|e| JobFileError::at(path, 0, format!("cannot read the job file: {e}")))?;
     parse(&text, path, &cx)
+}
+
+/// Parses `text` with nothing from outside: every `${VAR}` unset,
+/// `$ncpus` 1, no include found. What the cargo-fuzz target runs.
+pub fn parse_isolated(text: &str, lenient: bool) -> Result<JobFile, JobFileError> {
+    let cx = Context {
+        lenient,
+        env: &|_| None,
+        ncpus: 1,
+        read: &|_| Err("no file system here".into()),
+    };
+    parse(text, Path::new("job.fio"), &cx)
 }
 
 /// Parses job-file text; `path` names it in errors and anchors relative
@@ -402,50 +421,67 @@ pub fn parse(text: &str, path: &Path, cx: &Context) -> Result<JobFile, JobFileEr
         }
     }
     if phases.is_empty() {
-        return Err(JobFileError {
-            file: path.display().to_string(),
-            line: 0,
-            message: "no job section (only [global] or nothing)".into(),
-        });
+        return Err(JobFileError::at(
+            path,
+            0,
+            "no job section (only [global] or nothing)",
+        ));
     }
     Ok(JobFile { phases })
 }
 
+/// Where a line stands: its file (named in errors, and the anchor of
+/// relative includes), its number and how deep in includes.
+#[derive(Clone, Copy)]
+struct Line<'a> {
+    path: &'a Path,
+    number: usize,
+    depth: usize,
+}
+
+impl Line<'_> {
+    fn err(&self, message: impl Into<String>) -> JobFileError {
+        JobFileError::at(self.path, self.number, message)
+    }
+}
+
+/// The lines of `text` that hold something, comments stripped.
+fn content_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(i, raw)| (i + 1, strip(raw)))
+        .filter(|(_, l)| !l.is_empty())
+}
+
 /// Splits the text into sections of entries, following includes.
 fn sections(text: &str, path: &Path, cx: &Context) -> Result<Vec<Section>, JobFileError> {
-    let file = path.display().to_string();
     let mut out: Vec<Section> = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
-        let err = |m: String| JobFileError {
-            file: file.clone(),
-            line,
-            message: m,
+    for (number, l) in content_lines(text) {
+        let at = Line {
+            path,
+            number,
+            depth: 0,
         };
-        let l = strip(raw);
-        if l.is_empty() {
-            continue;
-        }
         if let Some(rest) = l.strip_prefix('[') {
             let name = rest
                 .strip_suffix(']')
-                .ok_or_else(|| err(format!("section header '{l}' has no closing ]")))?
+                .ok_or_else(|| at.err(format!("section header '{l}' has no closing ]")))?
                 .trim();
             if name.is_empty() || name.contains(['[', ']']) {
-                return Err(err(format!("bad section name in '{l}'")));
+                return Err(at.err(format!("bad section name in '{l}'")));
             }
             out.push(Section {
                 name: name.to_string(),
-                file: file.clone(),
-                line,
+                file: path.display().to_string(),
+                line: number,
                 entries: Vec::new(),
             });
             continue;
         }
         let Some(section) = out.last_mut() else {
-            return Err(err(format!("'{l}' is outside of a [section]")));
+            return Err(at.err(format!("'{l}' is outside of a [section]")));
         };
-        entries_of_line(l, &file, line, path, cx, 0, &mut section.entries)?;
+        entries_of_line(l, at, cx, &mut section.entries)?;
     }
     Ok(out)
 }
@@ -459,91 +495,66 @@ fn strip(raw: &str) -> &str {
 /// Adds the entry of one non-empty line (or an included file's entries).
 fn entries_of_line(
     l: &str,
-    file: &str,
-    line: usize,
-    path: &Path,
+    at: Line,
     cx: &Context,
-    depth: usize,
     out: &mut Vec<Entry>,
 ) -> Result<(), JobFileError> {
-    let err = |m: String| JobFileError {
-        file: file.to_string(),
-        line,
-        message: m,
-    };
     let mut unset = Vec::new();
     let l = substitute(l, cx, &mut unset).map_err(|m| match l.split_once('=') {
-        Some((k, _)) => err(format!("{}: {m}", k.trim())),
-        None => err(m),
+        Some((k, _)) => at.err(format!("{}: {m}", k.trim())),
+        None => at.err(m),
     })?;
     if let Some(inc) = l.strip_prefix("include ") {
-        return include(inc.trim(), file, line, path, cx, depth, out);
+        return include(inc.trim(), at, cx, out);
     }
     let (key, value) = match l.split_once('=') {
         Some((k, v)) => (k.trim(), Some(v.trim().to_string())),
         None => (l.trim(), None),
     };
     if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-        return Err(err(format!(
-            "syntax error: '{l}' is not OPTION=VALUE or OPTION"
-        )));
+        return Err(at.err(format!("syntax error: '{l}' is not OPTION=VALUE or OPTION")));
     }
     out.push(Entry {
         key: key.to_string(),
         value,
-        file: file.to_string(),
-        line,
+        file: at.path.display().to_string(),
+        line: at.number,
         unset,
     });
     Ok(())
 }
 
 /// `include FILE`: as given, else beside the including file.
-fn include(
-    name: &str,
-    file: &str,
-    line: usize,
-    path: &Path,
-    cx: &Context,
-    depth: usize,
-    out: &mut Vec<Entry>,
-) -> Result<(), JobFileError> {
-    let err = |m: String| JobFileError {
-        file: file.to_string(),
-        line,
-        message: m,
-    };
-    if depth >= INCLUDE_DEPTH_MAX {
-        return Err(err(format!(
+fn include(name: &str, at: Line, cx: &Context, out: &mut Vec<Entry>) -> Result<(), JobFileError> {
+    if at.depth >= INCLUDE_DEPTH_MAX {
+        return Err(at.err(format!(
             "include '{name}': more than {INCLUDE_DEPTH_MAX} nested includes"
         )));
     }
     let given = PathBuf::from(name);
-    let beside = path.parent().map(|d| d.join(name));
-    let (p, text) = match (cx.read)(&given) {
-        Ok(t) => (given, t),
-        Err(e) => match beside.filter(|b| given.is_relative() && *b != given) {
-            Some(b) => match (cx.read)(&b) {
-                Ok(t) => (b, t),
-                Err(e) => return Err(err(format!("include '{name}': {e}"))),
-            },
-            None => return Err(err(format!("include '{name}': {e}"))),
+    let beside = at
+        .path
+        .parent()
+        .map(|d| d.join(name))
+        .filter(|b| given.is_relative() && *b != given);
+    let (p, text) = match ((cx.read)(&given), beside) {
+        (Ok(t), _) => (given, t),
+        (Err(_), Some(b)) => match (cx.read)(&b) {
+            Ok(t) => (b, t),
+            Err(e) => return Err(at.err(format!("include '{name}': {e}"))),
         },
+        (Err(e), None) => return Err(at.err(format!("include '{name}': {e}"))),
     };
-    let inc_file = p.display().to_string();
-    for (i, raw) in text.lines().enumerate() {
-        let l = strip(raw);
-        if l.is_empty() {
-            continue;
-        }
+    for (number, l) in content_lines(&text) {
+        let inner = Line {
+            path: &p,
+            number,
+            depth: at.depth + 1,
+        };
         if l.starts_with('[') {
-            return Err(JobFileError {
-                file: inc_file,
-                line: i + 1,
-                message: "no new sections in included files (as fio)".into(),
-            });
+            return Err(inner.err("no new sections in included files (as fio)"));
         }
-        entries_of_line(l, &inc_file, i + 1, &p, cx, depth + 1, out)?;
+        entries_of_line(l, inner, cx, out)?;
     }
     Ok(())
 }
