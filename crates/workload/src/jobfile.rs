@@ -604,6 +604,38 @@ struct Builder {
     norandommap: bool,
 }
 
+impl Builder {
+    /// fio's defaults: rw=read, bs=4k, iodepth=1, numjobs=1.
+    fn new(name: &str, at: String) -> Builder {
+        Builder {
+            rw: "read".into(),
+            read_mix: None,
+            block_sizes: BlockSizes::Fixed(4096),
+            distribution: Distribution::Uniform,
+            zoned_abs: None,
+            size: None,
+            filesize: None,
+            offset: None,
+            stonewall: false,
+            norandommap: false,
+            job: Job {
+                name: name.to_string(),
+                at,
+                spec: PlannedSpec::new(WorkloadSpec::from_rw("read", None).expect("read")),
+                numjobs: 1,
+                iodepth: 1,
+                runtime_ns: None,
+                time_based: false,
+                ramp_ns: None,
+                seed: None,
+                compress: None,
+                ignored: Vec::new(),
+                notes: Vec::new(),
+            },
+        }
+    }
+}
+
 /// Turns a job's entries (globals first) into a [`Job`]; returns whether
 /// it starts a new phase.
 fn job(
@@ -613,32 +645,7 @@ fn job(
     entries: &[Entry],
     cx: &Context,
 ) -> Result<(Job, bool), JobFileError> {
-    let mut b = Builder {
-        rw: "read".into(),
-        read_mix: None,
-        block_sizes: BlockSizes::Fixed(4096),
-        distribution: Distribution::Uniform,
-        zoned_abs: None,
-        size: None,
-        filesize: None,
-        offset: None,
-        stonewall: false,
-        norandommap: false,
-        job: Job {
-            name: name.to_string(),
-            at: format!("{file}:{line}"),
-            spec: PlannedSpec::new(WorkloadSpec::from_rw("read", None).expect("read")),
-            numjobs: 1,
-            iodepth: 1,
-            runtime_ns: None,
-            time_based: false,
-            ramp_ns: None,
-            seed: None,
-            compress: None,
-            ignored: Vec::new(),
-            notes: Vec::new(),
-        },
-    };
+    let mut b = Builder::new(name, format!("{file}:{line}"));
     for e in entries {
         let Some(o) = option(&e.key) else {
             if cx.lenient {
@@ -1211,19 +1218,7 @@ mod tests {
                     line: 1,
                     unset: Vec::new(),
                 };
-                let mut b = Builder {
-                    rw: "read".into(),
-                    read_mix: None,
-                    block_sizes: BlockSizes::Fixed(4096),
-                    distribution: Distribution::Uniform,
-                    zoned_abs: None,
-                    size: None,
-                    filesize: None,
-                    offset: None,
-                    job: one("[j]\n"),
-                    stonewall: false,
-                    norandommap: false,
-                };
+                let mut b = Builder::new("j", "t:1".into());
                 let _ = apply(&mut b, o, &e);
             }
         }
