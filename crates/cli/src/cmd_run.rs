@@ -119,7 +119,7 @@ pub fn workload_spec(a: &WorkloadArgs) -> Result<PlannedSpec> {
         .map(Extent::parse)
         .transpose()
         .map_err(|e| anyhow!("--size: {e}"))?;
-    let offset = Extent::parse(&a.offset).map_err(|e| anyhow!("--offset: {e}"))?;
+    let offset = Extent::parse_start(&a.offset).map_err(|e| anyhow!("--offset: {e}"))?;
     Ok(PlannedSpec {
         spec,
         offset: Some(offset),

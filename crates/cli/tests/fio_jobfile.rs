@@ -207,3 +207,24 @@ fn issue_30_option_listing_is_the_table() {
     assert_ne!(code, 0);
     assert!(err.contains("cannot be used with"), "{err}");
 }
+
+#[test]
+fn issue_30_job_file_runs_on_a_real_file_target() {
+    let job = write(
+        "real.fio",
+        "[global]\nfilename=ignored\ntime_based\nruntime=300ms\nbs=4k\n\
+         [w]\nrw=randwrite\niodepth=4\n[r]\nstonewall\nrw=randread\nnumjobs=2\n",
+    );
+    let (j, img) = (out("real.json"), out("real.img"));
+    let target = format!("file:{img}:16M");
+    let (code, _, err) = vsl(&["run", &job, "--target", &target, "-q", "--json", &j]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    let runs = v.as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["workload"]["size"], 16 << 20);
+    assert!(runs[0]["summary"]["writes"].as_u64().unwrap() > 0);
+    assert_eq!(runs[1]["summary"]["writes"], 0);
+    assert!(runs[1]["summary"]["reads"].as_u64().unwrap() > 0);
+    assert_eq!(runs[1]["options"]["threads"], 2);
+}

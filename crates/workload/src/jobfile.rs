@@ -761,9 +761,9 @@ fn apply(b: &mut Builder, o: &FioOption, e: &Entry) -> Result<(), Refusal> {
             b.block_sizes = BlockSizes::parse_split(same_for_reads_and_writes(e)?)
                 .map_err(|x| Refusal::Invalid(x.to_string()))?
         }
-        "size" => b.size = Some(extent(e)?),
-        "filesize" => b.filesize = Some(extent(e)?),
-        "offset" => b.offset = Some(extent(e)?),
+        "size" => b.size = Some(extent(e, Extent::parse)?),
+        "filesize" => b.filesize = Some(extent(e, Extent::parse)?),
+        "offset" => b.offset = Some(extent(e, Extent::parse_start)?),
         "runtime" => j.runtime_ns = time_or_zero(e)?,
         "time_based" => j.time_based = bool_of(e)?,
         "ramp_time" => j.ramp_ns = time_or_zero(e)?,
@@ -802,8 +802,8 @@ fn percent(e: &Entry) -> Result<f64, Refusal> {
     parse_percent(value(e)?).map_err(Refusal::Invalid)
 }
 
-fn extent(e: &Entry) -> Result<Extent, Refusal> {
-    Extent::parse(value(e)?).map_err(Refusal::Invalid)
+fn extent(e: &Entry, parse: fn(&str) -> Result<Extent, String>) -> Result<Extent, Refusal> {
+    parse(value(e)?).map_err(Refusal::Invalid)
 }
 
 fn time_or_zero(e: &Entry) -> Result<Option<u64>, Refusal> {

@@ -303,17 +303,22 @@ pub enum Extent {
 }
 
 impl Extent {
-    /// `8G`, `4k`, `0` or `50%` (fio's spelling: a `%` suffix is a share of
-    /// the device).
+    /// A length: `8G`, `4k` or `50%` (fio's spelling: a `%` suffix is a
+    /// share of the device); zero bytes is refused.
     pub fn parse(s: &str) -> Result<Extent, String> {
         let t = s.trim();
         if t.ends_with('%') {
             return parse_percent(t).map(Extent::Fraction);
         }
-        if t == "0" {
-            return Ok(Extent::Bytes(0));
-        }
         parse_size(t).map(Extent::Bytes)
+    }
+
+    /// A start: as [`Extent::parse`], and `0`.
+    pub fn parse_start(s: &str) -> Result<Extent, String> {
+        match s.trim() {
+            "0" => Ok(Extent::Bytes(0)),
+            t => Extent::parse(t),
+        }
     }
 
     /// Bytes on a device of `capacity` bytes; a share is rounded down to
@@ -442,7 +447,8 @@ mod tests {
         assert_eq!(r.size, Some((cap / 2) / 4096 * 4096));
         p.size = Some(Extent::parse("80%").unwrap());
         assert!(p.resolve(cap, 4096).is_err(), "25% + 80% does not fit");
-        assert_eq!(Extent::parse("0").unwrap(), Extent::Bytes(0));
+        assert_eq!(Extent::parse_start("0").unwrap(), Extent::Bytes(0));
+        assert!(Extent::parse("0").is_err(), "a length of zero");
         assert!(Extent::parse("120%").is_err());
     }
 }
