@@ -602,6 +602,8 @@ struct Builder {
     job: Job,
     stonewall: bool,
     norandommap: bool,
+    /// Whether direct=1 (or buffered=0) was given.
+    direct: bool,
 }
 
 impl Builder {
@@ -618,6 +620,7 @@ impl Builder {
             offset: None,
             stonewall: false,
             norandommap: false,
+            direct: false,
             job: Job {
                 name: name.to_string(),
                 at,
@@ -787,7 +790,7 @@ fn apply(b: &mut Builder, o: &FioOption, e: &Entry) -> Result<(), Refusal> {
         }
         "direct" if !bool_of(e)? => return Err(buffered()),
         "buffered" if bool_of(e)? => return Err(buffered()),
-        "direct" | "buffered" => {}
+        "direct" | "buffered" => b.direct = true,
         "stonewall" => b.stonewall = bool_of(e)?,
         other => unreachable!("modelled option '{other}' has no rule"),
     }
@@ -978,6 +981,16 @@ fn finish(b: Builder) -> Result<Job, String> {
                 .collect(),
         );
     }
+    if !b.direct {
+        j.notes
+            .push("no direct=1: fio would go through the page cache, vsl does direct I/O".into());
+    }
+    if spec.pattern == crate::Pattern::Sequential && j.numjobs > 1 {
+        j.notes.push(format!(
+            "numjobs={} sequential: vsl's threads start at equal shares of the region, fio's clones each at its start",
+            j.numjobs
+        ));
+    }
     if spec.pattern == crate::Pattern::Random && !b.norandommap {
         j.notes.push(
             "offsets drawn with replacement (as fio's norandommap), not fio's random map".into(),
@@ -1074,6 +1087,20 @@ mod tests {
         assert_eq!(j.spec.spec.distribution, Distribution::Zipf(1.2));
         assert_eq!(j.compress, Some(0.4));
         assert!(j.notes.is_empty(), "{:?}", j.notes);
+    }
+
+    #[test]
+    fn differences_from_fio_are_noted() {
+        let j = one("[j]\nrw=read\nnumjobs=4\n");
+        let notes = j.notes.join("; ");
+        for want in ["no runtime", "no direct=1", "numjobs=4 sequential"] {
+            assert!(notes.contains(want), "{want:?} not in {notes}");
+        }
+        let j = one("[j]\nrw=randread\nruntime=1s\ndirect=1\n");
+        let notes = j.notes.join("; ");
+        assert!(notes.contains("with replacement"), "{notes}");
+        assert!(notes.contains("not time_based"), "{notes}");
+        assert_eq!(j.notes.len(), 2, "{notes}");
     }
 
     #[test]
