@@ -183,6 +183,19 @@ pub struct Step {
     pub warmup_ns: Option<u64>,
     /// For the live label and the progress bar.
     pub label: String,
+    /// Which job of a job file, for errors: "job 'x' (file:line)".
+    pub job: Option<String>,
+}
+
+impl Step {
+    /// The step's workload on a device, its errors naming the job.
+    fn resolve(&self, capacity: u64, sector: u32) -> Result<WorkloadSpec> {
+        let r = self.spec.resolve(capacity, sector);
+        match &self.job {
+            Some(j) => r.with_context(|| j.clone()),
+            None => Ok(r?),
+        }
+    }
 }
 
 /// Runs what `vsl run` options describe, reporting to `obs`, and returns
@@ -209,6 +222,7 @@ pub fn execute(a: &RunArgs, obs: &dyn Observer) -> Result<Done> {
         opts,
         warmup_ns,
         label,
+        job: None,
     };
     let done = run_steps(a, None, vec![step], obs)?;
     Ok(done.into_iter().next().expect("one step, one result"))
@@ -236,6 +250,7 @@ pub fn job_step(a: &RunArgs, job: &Job) -> Result<Step> {
         opts,
         warmup_ns: job.ramp_ns,
         label: format!("fio job {}", job.name),
+        job: Some(format!("job '{}' ({})", job.name, job.at)),
     })
 }
 
@@ -330,6 +345,10 @@ fn run_job_file(a: &RunArgs, path: &std::path::Path) -> Result<()> {
             path.display()
         );
     }
+    let progress = output::Progress::new(a.quiet, 0);
+    let done = execute_job_file(a, &file, &progress)?;
+    progress.finish();
+    // After the run, so that a run that fails says so in one line.
     if !a.quiet {
         for j in file.jobs() {
             for note in &j.notes {
@@ -344,9 +363,6 @@ fn run_job_file(a: &RunArgs, path: &std::path::Path) -> Result<()> {
             }
         }
     }
-    let progress = output::Progress::new(a.quiet, 0);
-    let done = execute_job_file(a, &file, &progress)?;
-    progress.finish();
     let reports: Vec<_> = done.iter().map(Done::report).collect();
     if let Some(p) = &a.json {
         match reports.as_slice() {
@@ -431,8 +447,8 @@ fn run_model(
     // Every region is checked before anything runs.
     let resolved = steps
         .iter()
-        .map(|s| s.spec.resolve(card.capacity_bytes(), card.sector_bytes()))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|s| s.resolve(card.capacity_bytes(), card.sector_bytes()))
+        .collect::<Result<Vec<_>>>()?;
     let mut start = Nanos::ZERO;
     if a.precondition {
         progress.message("preconditioning: sequential fill of the whole device");
@@ -517,7 +533,7 @@ fn run_real(t: &str, a: &RunArgs, step: &Step, progress: &dyn Observer) -> Resul
     let (opts, warmup_ns) = (step.opts.clone(), step.warmup_ns);
     let target = Target::parse(t)?;
     let rt = RealTarget::open(&target, DirectMode::Auto)?;
-    let resolved = step.spec.resolve(rt.capacity_bytes(), rt.sector_bytes())?;
+    let resolved = step.resolve(rt.capacity_bytes(), rt.sector_bytes())?;
     let engine = EngineOptions::default();
     let mut pre_s = 0.0;
     if a.precondition {

@@ -159,6 +159,11 @@ fn issue_30_bad_job_files_fail_in_one_line() {
             "[a]\nrw=read\n[b]\nrw=write\n",
             ":3: job 'b' runs concurrently with 'a'",
         ),
+        (
+            "toobig.fio",
+            "[big]\nrw=randread\nsize=100t\n",
+            "job 'big' (",
+        ),
     ];
     for (name, text, want) in cases {
         let f = write(name, text);
