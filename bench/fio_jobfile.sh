@@ -5,9 +5,9 @@
 #     and for which option (the test skips loudly without the repository).
 #  2. docs/fio/ssd-phases.fio as fio reads it (`fio --parse-only`) and on the
 #     same file run by fio and by `vsl run JOB --target file:...`, one after
-#     the other: IOPS per phase and the ratio vsl/fio (the same job file
-#     means the same workload to both).
-# usage: bench/fio_jobfile.sh        DIR=/var/tmp  directory of the test file
+#     the other on the file written out first: IOPS per phase and the
+#     ratio vsl/fio (the same job file means the same workload to both).
+# usage: bench/fio_jobfile.sh   DIR=/var/tmp (the test file's directory), ROUNDS=3
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
@@ -23,15 +23,34 @@ out=$(mktemp -d)
 export FILE="$dir/vsl-fio-jobfile.img"
 trap 'rm -rf "$out" "$FILE"' EXIT
 echo "== fio --parse-only $job: $(fio --parse-only "$job" >/dev/null 2>&1 && echo accepted || echo REFUSED)"
-"$vsl" run "$job" --target "file:$FILE:256M" -q --json "$out/vsl.json"
-fio --output-format=json "$job" > "$out/fio.json"
-python3 - "$out/vsl.json" "$out/fio.json" <<'PY'
-import json, sys
-ours = json.load(open(sys.argv[1]))
-fio = json.load(open(sys.argv[2]))["jobs"]
-print(f"{'phase':<12}{'vsl IOPS':>12}{'fio IOPS':>12}{'vsl/fio':>9}")
-for r, f in zip(ours, fio):
-    a = r["summary"]["iops"]
-    b = f["read"]["iops"] + f["write"]["iops"]
-    print(f"{r['job']:<12}{a:>12.0f}{b:>12.0f}{a / b:>9.2f}")
+# Written out first, so that neither tool meets unwritten extents.
+dd if=/dev/zero of="$FILE" bs=1M count=256 oflag=direct status=none
+rounds=${ROUNDS:-3}
+for r in $(seq 1 "$rounds"); do
+  # The order alternates between rounds: the machine is shared and noisy.
+  if (( r % 2 )); then
+    "$vsl" run "$job" --target "file:$FILE:256M" -q --json "$out/vsl.$r.json"
+    fio --output-format=json "$job" > "$out/fio.$r.json"
+  else
+    fio --output-format=json "$job" > "$out/fio.$r.json"
+    "$vsl" run "$job" --target "file:$FILE:256M" -q --json "$out/vsl.$r.json"
+  fi
+done
+python3 - "$out" "$rounds" <<'PY'
+import json, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+rows = {}
+for r in range(1, rounds + 1):
+    ours = json.load(open(f"{out}/vsl.{r}.json"))
+    fio = json.load(open(f"{out}/fio.{r}.json"))["jobs"]
+    for o, f in zip(ours, fio):
+        a = o["summary"]["iops"]
+        b = f["read"]["iops"] + f["write"]["iops"]
+        rows.setdefault(o["job"], []).append((a, b, a / b))
+print(f"{rounds} rounds; median IOPS and the median ratio vsl/fio (range)")
+print(f"{'phase':<12}{'vsl IOPS':>12}{'fio IOPS':>12}{'vsl/fio':>9}  range")
+for job, v in rows.items():
+    med = lambda i: statistics.median(x[i] for x in v)
+    lo, hi = min(x[2] for x in v), max(x[2] for x in v)
+    print(f"{job:<12}{med(0):>12.0f}{med(1):>12.0f}{med(2):>9.2f}  {lo:.2f}-{hi:.2f}")
 PY
