@@ -8,6 +8,7 @@ echo "== issue 2: write amplification vs analytic limit"; ./wa_table.sh
 echo; echo "== issue 2: simulation speed vs fio null engine"; ./speed.sh
 echo; echo "== issue 2: validation table (full-size card)"; ./validate --scale 1 --window 120s
 echo; echo "== issues 3, 33: the lab vs fio on a laid-out file and a loop device over it"; ./fio_agreement.sh 2 1G
+echo; echo "== issue 30: fio job files: fio's examples/, and one job file run by fio and by vsl"; ./fio_jobfile.sh
 echo; echo "== issue 3: full default review, stock vs hp"; ./review_full.sh
 echo; echo "== issue 4: attach speed and added latency"; ./attach_speed.sh
 echo; echo "== issue 4: 100 power cuts"; ./powercut.sh

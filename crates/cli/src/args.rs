@@ -197,16 +197,33 @@ pub struct WorkloadArgs {
     /// random, zipf:THETA or zoned:ACCESS%/SIZE%:...
     #[arg(long)]
     pub random_distribution: Option<String>,
-    /// Length of the target region (default: the whole device).
+    /// Length of the target region, or a share of the device (50%) (default: the whole device).
     #[arg(long, allow_hyphen_values = true)]
     pub size: Option<String>,
-    /// Start of the target region.
+    /// Start of the target region, or a share of the device (25%).
     #[arg(long, default_value = "0", allow_hyphen_values = true)]
     pub offset: String,
 }
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
+    /// A fio job file to run instead of the workload options: its jobs run
+    /// one after another on one card (or --target); a job without runtime=
+    /// runs --duration, one without randseed= uses --seed.
+    #[arg(
+        value_name = "JOB.fio",
+        conflicts_with_all = ["profile", "rw", "rwmixread", "bs", "bssplit", "random_distribution",
+            "size", "offset", "threads", "qd", "warmup"]
+    )]
+    pub job_file: Option<std::path::PathBuf>,
+    /// With a job file: ignore options vsl cannot model or does not know
+    /// (listed on stderr and as `ignored_options` in --json) and run
+    /// concurrent jobs one after another, instead of refusing them.
+    #[arg(long, requires = "job_file")]
+    pub lenient: bool,
+    /// List the fio job-file options vsl reads (type, default, range, support, help) and exit.
+    #[arg(long)]
+    pub list_fio_options: bool,
     /// Instead of --device/--format: PRESET[:FORMAT] (a modelled card, virtual
     /// time) or file:PATH:SIZE / blockdev:/dev/NAME (a real target, wall time,
     /// O_DIRECT).

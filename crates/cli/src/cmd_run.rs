@@ -6,8 +6,9 @@ use device::{Card, CardConfig, VirtualDevice};
 use lab::{precondition_fill, RunOptions};
 use realtime::{FillPattern, LayoutMode};
 use sim::Nanos;
+use workload::jobfile::{Job, JobFile};
 use workload::units::{parse_duration_ns, parse_percent, parse_size};
-use workload::{BlockSizes, Distribution, Profile, WorkloadSpec};
+use workload::{BlockSizes, Distribution, Extent, PlannedSpec, Profile, WorkloadSpec};
 
 /// Builds the card configuration from the command line (the same parsing
 /// `vsl attach` uses, so both spell a card the same way).
@@ -77,7 +78,7 @@ pub fn card_config(a: &CardArgs) -> Result<CardConfig> {
 }
 
 /// Builds the workload from a profile and fio-style overrides.
-pub fn workload_spec(a: &WorkloadArgs) -> Result<WorkloadSpec> {
+pub fn workload_spec(a: &WorkloadArgs) -> Result<PlannedSpec> {
     let mix = a
         .rwmixread
         .as_deref()
@@ -113,14 +114,18 @@ pub fn workload_spec(a: &WorkloadArgs) -> Result<WorkloadSpec> {
     if let Some(d) = &a.random_distribution {
         spec.distribution = Distribution::parse(d).context("--random-distribution")?;
     }
-    if let Some(s) = &a.size {
-        spec.size = Some(parse_size(s).map_err(|e| anyhow!("--size: {e}"))?);
-    }
-    spec.offset = match a.offset.as_str() {
-        "0" => 0,
-        o => parse_size(o).map_err(|e| anyhow!("--offset: {e}"))?,
-    };
-    Ok(spec)
+    let size = a
+        .size
+        .as_deref()
+        .map(Extent::parse)
+        .transpose()
+        .map_err(|e| anyhow!("--size: {e}"))?;
+    let offset = Extent::parse_start(&a.offset).map_err(|e| anyhow!("--offset: {e}"))?;
+    Ok(PlannedSpec {
+        spec,
+        offset: Some(offset),
+        size,
+    })
 }
 
 /// Receives a run's progress: phase messages and each finished interval.
@@ -129,6 +134,8 @@ pub trait Observer {
     fn interval(&self, iv: &lab::IntervalStats);
     /// A real target's layout: `done` of `total` bytes written.
     fn layout(&self, _done: u64, _total: u64) {}
+    /// A step of a sequence (a job of a job file) starts.
+    fn step(&self, _label: &str, _duration_ns: u64) {}
 }
 
 impl Observer for output::Progress {
@@ -140,6 +147,9 @@ impl Observer for output::Progress {
     }
     fn layout(&self, done: u64, total: u64) {
         output::Progress::layout(self, done, total)
+    }
+    fn step(&self, label: &str, duration_ns: u64) {
+        output::Progress::step(self, label, duration_ns)
     }
 }
 
@@ -171,15 +181,131 @@ fn run_options(a: &RunArgs) -> Result<(RunOptions, Option<u64>)> {
     Ok((opts, warmup_ns))
 }
 
+/// One measured run of a sequence on one target: what `vsl run` options
+/// give once, and a job file once per job.
+pub struct Step {
+    pub spec: PlannedSpec,
+    pub opts: RunOptions,
+    pub warmup_ns: Option<u64>,
+    /// For the live label and the progress bar.
+    pub label: String,
+    /// Which job of a job file, for errors: "job 'x' (file:line)".
+    pub job: Option<String>,
+}
+
+impl Step {
+    /// The step's workload on a device, its errors naming the job.
+    fn resolve(&self, capacity: u64, sector: u32) -> Result<WorkloadSpec> {
+        let r = self.spec.resolve(capacity, sector);
+        match &self.job {
+            Some(j) => r.with_context(|| j.clone()),
+            None => Ok(r?),
+        }
+    }
+}
+
 /// Runs what `vsl run` options describe, reporting to `obs`, and returns
 /// the result; writes nothing. `vsl run`, `vsl sweep` and the Python
 /// package all come through here.
 pub fn execute(a: &RunArgs, obs: &dyn Observer) -> Result<Done> {
+    if let Some(p) = &a.job_file {
+        bail!(
+            "job file {}: run job files with `vsl run` (execute_job_file)",
+            p.display()
+        );
+    }
     let spec = workload_spec(&a.workload)?;
     let (opts, warmup_ns) = run_options(a)?;
+    let label = a
+        .workload
+        .profile
+        .as_deref()
+        .or(a.workload.rw.as_deref())
+        .unwrap_or("randwrite")
+        .to_string();
+    let step = Step {
+        spec,
+        opts,
+        warmup_ns,
+        label,
+        job: None,
+    };
+    let done = run_steps(a, None, vec![step], obs)?;
+    Ok(done.into_iter().next().expect("one step, one result"))
+}
+
+/// The step a fio job describes: its own numjobs, iodepth, runtime,
+/// ramp_time and randseed, else `a`'s --duration and --seed.
+pub fn job_step(a: &RunArgs, job: &Job) -> Result<Step> {
+    let duration_ns = match job.runtime_ns {
+        Some(r) => r,
+        None => parse_duration_ns(&a.duration).map_err(|e| anyhow!("--duration: {e}"))?,
+    };
+    let interval_ns = parse_duration_ns(&a.interval).map_err(|e| anyhow!("--interval: {e}"))?;
+    let opts = RunOptions {
+        threads: job.numjobs,
+        queue_depth: job.iodepth,
+        duration_ns,
+        interval_ns: interval_ns.min(duration_ns),
+        seed: job.seed.unwrap_or(a.seed),
+    };
+    opts.validate()
+        .with_context(|| format!("job '{}' ({})", job.name, job.at))?;
+    Ok(Step {
+        spec: job.spec.clone(),
+        opts,
+        warmup_ns: job.ramp_ns,
+        label: format!("fio job {}", job.name),
+        job: Some(format!("job '{}' ({})", job.name, job.at)),
+    })
+}
+
+/// Runs every job of a parsed job file in order on one card (or the
+/// --target), as `vsl run JOB.fio` does; one [`Done`] per job, naming its
+/// job when the file has several.
+pub fn execute_job_file(a: &RunArgs, file: &JobFile, obs: &dyn Observer) -> Result<Vec<Done>> {
+    let jobs: Vec<&Job> = file.jobs().collect();
+    let compress = jobs[0].compress;
+    if let Some(j) = jobs.iter().find(|j| j.compress != compress) {
+        bail!(
+            "job '{}' ({}): buffer_compress_percentage differs from job '{}': a card has one \
+             (set it in [global])",
+            j.name,
+            j.at,
+            jobs[0].name
+        );
+    }
+    let steps = jobs
+        .iter()
+        .map(|j| job_step(a, j))
+        .collect::<Result<Vec<_>>>()?;
+    let mut done = run_steps(a, compress, steps, obs)?;
+    for (d, j) in done.iter_mut().zip(&jobs) {
+        d.ignored = j.ignored.clone();
+        if jobs.len() > 1 {
+            d.job = Some(j.name.clone());
+        }
+    }
+    Ok(done)
+}
+
+/// Runs steps one after another on the target `a` names; a modelled card
+/// is built once and keeps its state from one step to the next.
+fn run_steps(
+    a: &RunArgs,
+    compress: Option<f64>,
+    steps: Vec<Step>,
+    obs: &dyn Observer,
+) -> Result<Vec<Done>> {
     match &a.target {
-        Some(t) if realtime::Target::is_real(t) => run_real(t, a, &spec, opts, warmup_ns, obs),
-        _ => run_model(a, &spec, opts, warmup_ns, obs),
+        Some(t) if realtime::Target::is_real(t) => steps
+            .iter()
+            .map(|s| {
+                obs.step(&s.label, s.opts.duration_ns);
+                run_real(t, a, s, obs)
+            })
+            .collect(),
+        _ => run_model(a, compress, &steps, obs),
     }
 }
 
@@ -189,6 +315,13 @@ pub fn duration_ns(a: &RunArgs) -> Result<u64> {
 }
 
 pub fn run(a: RunArgs) -> Result<()> {
+    if a.list_fio_options {
+        print!("{}", workload::jobfile::options_table());
+        return Ok(());
+    }
+    if let Some(path) = &a.job_file {
+        return run_job_file(&a, path);
+    }
     let duration_ns = duration_ns(&a)?;
     let progress = output::Progress::new(a.quiet, duration_ns);
     let done = execute(&a, &progress)?;
@@ -202,6 +335,57 @@ pub fn run(a: RunArgs) -> Result<()> {
     }
     if !a.quiet {
         output::print_summary(&report, &done.device_line, done.wall_s);
+    }
+    Ok(())
+}
+
+/// `vsl run JOB.fio`: notes on stderr, one summary per job; --json writes
+/// one report for a one-job file (what the equivalent options write), an
+/// array of reports naming their jobs otherwise.
+fn run_job_file(a: &RunArgs, path: &std::path::Path) -> Result<()> {
+    let file = workload::jobfile::read(path, a.lenient)?;
+    let n = file.jobs().count();
+    if a.csv.is_some() && n > 1 {
+        bail!(
+            "--csv takes one job's intervals; {} has {n} jobs (use --json)",
+            path.display()
+        );
+    }
+    let progress = output::Progress::new(a.quiet, 0);
+    let done = execute_job_file(a, &file, &progress)?;
+    progress.finish();
+    // After the run, so that a run that fails says so in one line.
+    if !a.quiet {
+        for j in file.jobs() {
+            for note in &j.notes {
+                eprintln!("vsl: note: job '{}': {note}", j.name);
+            }
+            if !j.ignored.is_empty() {
+                eprintln!(
+                    "vsl: note: job '{}': ignored (--lenient): {}",
+                    j.name,
+                    j.ignored.join(" ")
+                );
+            }
+        }
+    }
+    let reports: Vec<_> = done.iter().map(Done::report).collect();
+    if let Some(p) = &a.json {
+        match reports.as_slice() {
+            [one] => output::write_json(p, one)?,
+            all => output::write_json(p, &all)?,
+        }
+    }
+    if let Some(p) = &a.csv {
+        output::write_csv(p, &done[0].result.intervals)?;
+    }
+    if !a.quiet {
+        for (d, (r, j)) in done.iter().zip(reports.iter().zip(file.jobs())) {
+            if n > 1 {
+                println!("job       {} ({})", j.name, j.at);
+            }
+            output::print_summary(r, &d.device_line, d.wall_s);
+        }
     }
     Ok(())
 }
@@ -220,6 +404,10 @@ pub struct Done {
     pub media: Option<Vec<device::MediaReport>>,
     /// Wall time of the measured part (not in the report: not deterministic).
     pub wall_s: f64,
+    /// The fio job this run is, when it came from a job file of several.
+    pub job: Option<String>,
+    /// Job-file options ignored under --lenient.
+    pub ignored: Vec<String>,
     /// Real targets: the layout and what reached the device.
     pub real: Option<RealDone>,
 }
@@ -247,18 +435,23 @@ impl Done {
             layout: self.real.as_ref().map(|r| &r.layout),
             disk_util: self.real.as_ref().map(|r| r.device.disk_util.as_slice()),
             measured_on_device: self.real.as_ref().map(|r| &r.device.measured_on_device),
+            job: self.job.as_deref(),
+            ignored_options: (!self.ignored.is_empty()).then_some(&self.ignored[..]),
         }
     }
 }
 
 fn run_model(
     a: &RunArgs,
-    spec: &WorkloadSpec,
-    opts: RunOptions,
-    warmup_ns: Option<u64>,
+    compress: Option<f64>,
+    steps: &[Step],
     progress: &dyn Observer,
-) -> Result<Done> {
+) -> Result<Vec<Done>> {
     let mut cfg = card_config(&a.card)?;
+    if let Some(p) = compress {
+        // As card_config does with --buffer-compress-percentage.
+        cfg.data_compressibility = 1.0 - p;
+    }
     if let Some(t) = &a.target {
         let m = crate::cmd_review::model_config(t, cfg.scale, cfg.gc_policy)?;
         cfg.preset = m.preset;
@@ -266,39 +459,61 @@ fn run_model(
         cfg.sector_bytes = m.sector_bytes;
         cfg.gc_policy = m.gc_policy;
     }
-    cfg.reliability.seed = a.seed;
-    cfg.gc_seed = a.seed;
+    cfg.reliability.seed = steps[0].opts.seed;
+    cfg.gc_seed = steps[0].opts.seed;
     // --fail-die times count from the start of the measured run.
     cfg.reliability.defer_failures = true;
     let mut card = Card::new(cfg)?;
-    let resolved = spec.resolve(card.capacity_bytes(), card.sector_bytes())?;
+    // Every region is checked before anything runs.
+    let resolved = steps
+        .iter()
+        .map(|s| s.resolve(card.capacity_bytes(), card.sector_bytes()))
+        .collect::<Result<Vec<_>>>()?;
     let mut start = Nanos::ZERO;
     if a.precondition {
         progress.message("preconditioning: sequential fill of the whole device");
         start = precondition_fill(&mut card, start)?;
     }
-    if let Some(warm_ns) = warmup_ns {
+    let mut out = Vec::with_capacity(steps.len());
+    for (i, (step, spec)) in steps.iter().zip(resolved).enumerate() {
+        progress.step(&step.label, step.opts.duration_ns);
+        let began = if i == 0 { Nanos::ZERO } else { start };
+        let (done, end) = model_step(&mut card, step, spec, start, began, i == 0, progress)?;
+        out.push(done);
+        start = end;
+    }
+    Ok(out)
+}
+
+/// One step on a card already built (and preconditioned): warmup, then
+/// the measured run from `start`. `began` is when the step's lead-in
+/// (precondition, warmup) began.
+fn model_step(
+    card: &mut Card,
+    step: &Step,
+    resolved: WorkloadSpec,
+    mut start: Nanos,
+    began: Nanos,
+    first: bool,
+    progress: &dyn Observer,
+) -> Result<(Done, Nanos)> {
+    let opts = step.opts.clone();
+    if let Some(warm_ns) = step.warmup_ns {
         progress.message("warming up");
         let warm = RunOptions {
             duration_ns: warm_ns,
             interval_ns: warm_ns,
             ..opts.clone()
         };
-        start = lab::run(&mut card, &resolved, &warm, start, &mut |_| {})?.end;
+        start = lab::run(card, &resolved, &warm, start, &mut |_| {})?.end;
     }
-    card.arm_die_failures(start)?;
+    if first {
+        card.arm_die_failures(start)?;
+    }
     let measured = std::time::Instant::now();
-    let label = format!(
-        "vsl run {} {}",
-        cfg_label(&card),
-        a.workload
-            .profile
-            .as_deref()
-            .or(a.workload.rw.as_deref())
-            .unwrap_or("randwrite")
-    );
+    let label = format!("vsl run {} {}", cfg_label(card), step.label);
     let mut publisher = blockdev::live::Publisher::new("run", &label);
-    let mut sampled = Sampled::new(&mut card, start, opts.interval_ns);
+    let mut sampled = Sampled::new(card, start, opts.interval_ns);
     let series = sampled.series.clone();
     let mut result = lab::run(&mut sampled, &resolved, &opts, start, &mut |iv| {
         progress.interval(iv);
@@ -306,21 +521,27 @@ fn run_model(
     })?;
     sampled.finish(result.end);
     drop(sampled);
-    result.summary.precondition_s = start.as_secs_f64();
+    result.summary.precondition_s = (start - began).as_secs_f64();
     let health = std::mem::take(&mut series.borrow_mut().points);
-    let info = output::DeviceInfo::new(&card);
+    let info = output::DeviceInfo::new(card);
     let media = card.media();
-    Ok(Done {
-        media: (!media.is_empty()).then_some(media),
-        device_line: info.line(),
-        device: serde_json::to_value(&info)?,
-        workload: resolved,
-        options: opts,
-        result,
-        health: Some(health),
-        wall_s: measured.elapsed().as_secs_f64(),
-        real: None,
-    })
+    let end = result.end;
+    Ok((
+        Done {
+            media: (!media.is_empty()).then_some(media),
+            device_line: info.line(),
+            device: serde_json::to_value(&info)?,
+            workload: resolved,
+            options: opts,
+            result,
+            health: Some(health),
+            wall_s: measured.elapsed().as_secs_f64(),
+            job: None,
+            ignored: Vec::new(),
+            real: None,
+        },
+        end,
+    ))
 }
 
 /// Device and format of a card, for the live label.
@@ -341,19 +562,13 @@ fn real_options(a: &RunArgs) -> Result<(realtime::DirectMode, LayoutMode, FillPa
     Ok((direct, layout, pattern))
 }
 
-fn run_real(
-    t: &str,
-    a: &RunArgs,
-    spec: &WorkloadSpec,
-    opts: RunOptions,
-    warmup_ns: Option<u64>,
-    progress: &dyn Observer,
-) -> Result<Done> {
+fn run_real(t: &str, a: &RunArgs, step: &Step, progress: &dyn Observer) -> Result<Done> {
     use realtime::{EngineOptions, RealTarget, Target};
+    let (opts, warmup_ns) = (step.opts.clone(), step.warmup_ns);
     let (direct, layout_mode, pattern) = real_options(a)?;
     let target = Target::parse(t)?;
     let rt = RealTarget::open(&target, direct)?;
-    let resolved = spec.resolve(rt.capacity_bytes(), rt.sector_bytes())?;
+    let resolved = step.resolve(rt.capacity_bytes(), rt.sector_bytes())?;
     let engine = EngineOptions::default();
     let mut pre_s = 0.0;
     let layout = if a.precondition {
@@ -415,5 +630,7 @@ fn run_real(
             layout,
             device: run.device,
         }),
+        job: None,
+        ignored: Vec::new(),
     })
 }

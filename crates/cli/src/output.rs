@@ -89,6 +89,12 @@ pub struct Report<'a> {
     /// why, in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub measured_on_device: Option<&'a realtime::Verdict>,
+    /// The fio job of a job file of several jobs (`vsl run JOB.fio`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<&'a str>,
+    /// Job-file options ignored under `--lenient`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignored_options: Option<&'a [String]>,
 }
 
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
@@ -327,6 +333,13 @@ impl Progress {
             "{:.0}s {:.0} IOPS {:.0} us avg WA {:.2}",
             iv.t_s, iv.iops, iv.lat_avg_us, iv.write_amplification
         ));
+    }
+
+    /// A new step (a job of a job file): the bar restarts at its length.
+    pub fn step(&self, label: &str, duration_ns: u64) {
+        self.bar.set_length(duration_ns / 1_000_000);
+        self.bar.set_position(0);
+        self.bar.set_message(label.to_string());
     }
 
     pub fn finish(&self) {

@@ -177,7 +177,8 @@ fn forged_format_requests_are_refused_and_change_nothing() {
     let form = |token: &str| {
         format!("store={store_s}&preset=max-write&capacity=&overprovision=50%25&sector_size=512&confirm={store_s}&token={token}")
     };
-    let forged: Vec<(&str, Vec<(&str, &str)>, String)> = vec![
+    type Forged<'a> = (&'a str, Vec<(&'a str, &'a str)>, String);
+    let forged: Vec<Forged> = vec![
         (
             "another site's form (Origin evil.example), even with the token",
             vec![("Host", a), ("Origin", "http://evil.example")],

@@ -6,8 +6,11 @@
 //! - [`Generator`]: one per thread; draws the next I/O from a [`sim::Prng`].
 //! - [`Trace`]: block traces (MSR Cambridge CSV, synthetic mail server) for replay.
 //! - [`units`]: human units (`4k`, `8G`, `6h`, `36%`).
+//! - [`jobfile`]: fio job files read into [`PlannedSpec`]s and run options,
+//!   driven by one option table ([`jobfile::OPTIONS`]).
 
 mod generator;
+pub mod jobfile;
 mod profile;
 mod spec;
 pub mod trace;
@@ -15,5 +18,5 @@ pub mod units;
 
 pub use generator::{Generator, Io};
 pub use profile::Profile;
-pub use spec::{BlockSizes, Distribution, Pattern, SpecError, WorkloadSpec};
+pub use spec::{BlockSizes, Distribution, Extent, Pattern, PlannedSpec, SpecError, WorkloadSpec};
 pub use trace::{Trace, TraceIo};

@@ -293,6 +293,91 @@ impl WorkloadSpec {
     }
 }
 
+/// A start or length in bytes, or a share of the device (fio's `size=50%`),
+/// known in bytes only once the device is.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Extent {
+    Bytes(u64),
+    /// 0..=1.
+    Fraction(f64),
+}
+
+impl Extent {
+    /// A length: `8G`, `4k` or `50%` (fio's spelling: a `%` suffix is a
+    /// share of the device); zero bytes is refused.
+    pub fn parse(s: &str) -> Result<Extent, String> {
+        let t = s.trim();
+        if t.ends_with('%') {
+            return parse_percent(t).map(Extent::Fraction);
+        }
+        parse_size(t).map(Extent::Bytes)
+    }
+
+    /// A start: as [`Extent::parse`], and `0`.
+    pub fn parse_start(s: &str) -> Result<Extent, String> {
+        match s.trim() {
+            "0" => Ok(Extent::Bytes(0)),
+            t => Extent::parse(t),
+        }
+    }
+
+    /// Bytes on a device of `capacity` bytes; a share is rounded down to
+    /// `align`.
+    pub fn bytes(self, capacity: u64, align: u64) -> u64 {
+        match self {
+            Extent::Bytes(b) => b,
+            Extent::Fraction(f) => {
+                let b = (capacity as f64 * f) as u64;
+                b / align.max(1) * align.max(1)
+            }
+        }
+    }
+}
+
+/// A workload whose region may be a share of a device not yet known: what
+/// `vsl run` options and fio job files both produce.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedSpec {
+    pub spec: WorkloadSpec,
+    /// Overrides `spec.offset` when set.
+    pub offset: Option<Extent>,
+    /// Overrides `spec.size` when set.
+    pub size: Option<Extent>,
+}
+
+impl PlannedSpec {
+    pub fn new(spec: WorkloadSpec) -> PlannedSpec {
+        PlannedSpec {
+            spec,
+            offset: None,
+            size: None,
+        }
+    }
+
+    /// The spec for a device of `capacity` bytes, resolved. As fio, an
+    /// offset given as a share is rounded down to the smallest block size
+    /// (fio's default `offset_align`).
+    pub fn resolve(&self, capacity: u64, sector: u32) -> Result<WorkloadSpec, SpecError> {
+        let mut s = self.spec.clone();
+        let min_bs = s.block_sizes.sizes().into_iter().min().unwrap_or(1);
+        let align = if min_bs.is_multiple_of(sector as u64) {
+            min_bs
+        } else {
+            sector as u64
+        };
+        if let Some(o) = self.offset {
+            s.offset = o.bytes(capacity, align);
+        }
+        if let Some(z) = self.size {
+            s.size = Some(z.bytes(capacity, sector as u64)).filter(|&b| b > 0);
+            if s.size.is_none() {
+                return invalid("size 0 leaves no region to run on");
+            }
+        }
+        s.resolve(capacity, sector)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,7 +393,9 @@ mod tests {
         assert_eq!(b, BlockSizes::Split(vec![(4096, 0.5), (8192, 0.5)]));
         assert!(BlockSizes::parse_split("4k/80:8k/40").is_err());
         // Issue 32: fio refuses percentages that do not make 100.
-        let e = BlockSizes::parse_split("4k/50:8k/30").unwrap_err().to_string();
+        let e = BlockSizes::parse_split("4k/50:8k/30")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("add up to 80, not 100"), "{e}");
         assert!(BlockSizes::parse_split("4k/100").is_ok());
         assert!(BlockSizes::parse_split("4k/99.5:8k/0.5").is_ok());
@@ -345,5 +432,23 @@ mod tests {
         s.size = None;
         assert_eq!(s.resolve(1 << 30, 4096).unwrap().size, Some(1 << 30));
         assert!(WorkloadSpec::from_rw("randomwrite", None).is_err());
+    }
+
+    #[test]
+    fn shares_of_the_device_resolve_to_bytes() {
+        let mut p = PlannedSpec::new(WorkloadSpec::from_rw("randread", None).unwrap());
+        p.spec.block_sizes = BlockSizes::Fixed(8192);
+        p.offset = Some(Extent::parse("25%").unwrap());
+        p.size = Some(Extent::parse("50%").unwrap());
+        let cap = (1 << 30) + 4096;
+        let r = p.resolve(cap, 4096).unwrap();
+        // The offset rounds down to the 8 KiB block, the size to the sector.
+        assert_eq!(r.offset, (cap / 4) / 8192 * 8192);
+        assert_eq!(r.size, Some((cap / 2) / 4096 * 4096));
+        p.size = Some(Extent::parse("80%").unwrap());
+        assert!(p.resolve(cap, 4096).is_err(), "25% + 80% does not fit");
+        assert_eq!(Extent::parse_start("0").unwrap(), Extent::Bytes(0));
+        assert!(Extent::parse("0").is_err(), "a length of zero");
+        assert!(Extent::parse("120%").is_err());
     }
 }

@@ -5,6 +5,7 @@
 //! `bench/fuzz.sh` runs many more. A failing case prints its seed.
 
 use sim::Prng;
+use workload::jobfile::{self, Context};
 use workload::units::{parse_duration_ns, parse_percent, parse_size};
 use workload::{BlockSizes, Distribution, Trace};
 
@@ -145,4 +146,60 @@ fn msr_trace() {
             }
         },
     );
+}
+
+/// Issue 30: fio job files. Any text gives a parsed file whose jobs hold
+/// the run options' invariants, or one one-line error with a line number
+/// inside the text (or 0 for file-level errors).
+#[test]
+fn fio_job_file() {
+    let seeds = [
+        "[global]\nbs=4k\niodepth=8\ntime_based\nruntime=1s\n[a]\nrw=randrw\nrwmixread=70\n",
+        "; c\n[a]\nrw=read:0\nbsrange=4k-64k\nsize=50%\noffset=10%\n[b]\nstonewall\nrw=write\n",
+        "[j]\ninclude inc.fio\nrandom_distribution=zoned:50/5:30/15:20/\nnumjobs=$ncpus\n",
+        "[j]\nbssplit=4k/50:64k/50\nrandom_distribution=zipf:1.2\nramp_time=2s\nrandseed=${SEED}\n",
+        "[j]\nrw=randread\nsize=100m\nrandom_distribution=zoned_abs:60/20m:40/80m\n",
+        "[j]\nrate_iops=100\nfrobnicate # x\nbs=4k,8k\n",
+    ];
+    let env = |k: &str| (k == "SEED").then(|| "42".to_string());
+    let read = |p: &std::path::Path| {
+        if p.ends_with("inc.fio") {
+            Ok("bs=16k\niodepth=4\n".to_string())
+        } else {
+            Err("No such file".to_string())
+        }
+    };
+    for lenient in [false, true] {
+        let parsed = std::cell::Cell::new(0u64);
+        let cx = Context {
+            lenient,
+            env: &env,
+            ncpus: 4,
+            read: &read,
+        };
+        run(
+            if lenient { "jobfile-lenient" } else { "jobfile" },
+            &seeds,
+            b"[]=;#$:/%-_,\n global rw randreadwrite bs ize offset numjobs iodepth stonewall include 0123456789kmg",
+            |s| match jobfile::parse(s, std::path::Path::new("fuzz.fio"), &cx) {
+                Ok(f) => {
+                    parsed.set(parsed.get() + 1);
+                    assert!(!f.phases.is_empty(), "{s:?}");
+                    for j in f.jobs() {
+                        assert!(j.numjobs >= 1 && j.iodepth >= 1, "{s:?}");
+                        assert!(j.numjobs as u64 * j.iodepth as u64 <= 65_536, "{s:?}");
+                        assert!(j.spec.spec.block_sizes.sizes().iter().all(|&b| b > 0), "{s:?}");
+                        let _ = j.spec.resolve(1 << 30, 4096);
+                    }
+                }
+                Err(e) => {
+                    let msg = e.to_string();
+                    assert_eq!(msg.lines().count(), 1, "{s:?}: {msg}");
+                    assert!(e.line <= s.lines().count() + 2, "{s:?}: {msg}");
+                }
+            },
+        );
+        // The mutations keep enough files valid to reach the conversion.
+        assert!(parsed.get() * 100 > cases(), "only {} parsed", parsed.get());
+    }
 }

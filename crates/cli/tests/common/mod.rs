@@ -66,3 +66,17 @@ pub fn assert_one_line_error(args: &[&str], needle: &str) {
     );
     assert!(err.contains(needle), "{args:?}: '{err}' lacks '{needle}'");
 }
+
+/// Runs `vsl ARGS` with extra environment variables.
+pub fn vsl_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_vsl"))
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run vsl");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
