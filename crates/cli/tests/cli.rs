@@ -592,3 +592,41 @@ fn a_closed_stdout_pipe_ends_quietly() {
         out.status
     );
 }
+
+/// Bug: legacy GC on a scaled SLC card panicked in `open_next_leb` with
+/// "GC reserve exhausted: the free list is empty" — idle-time collection
+/// opened the first unit of a cohort, so no stall check ran and host writes
+/// drained the free list. The failing configuration must complete.
+#[test]
+fn legacy_gc_reserve_exhausted_on_scaled_slc() {
+    for scale in ["0.02", "0.05"] {
+        let json = tmp(&format!("legacy-slc-{scale}.json"));
+        let (code, _, err) = vsl(&[
+            "run",
+            "--device",
+            "iodrive-duo-320-slc",
+            "--scale",
+            scale,
+            "--gc-mode",
+            "legacy",
+            "--duration",
+            "20s",
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "scale {scale}: {err}");
+        assert!(!err.contains("panicked"), "scale {scale}: {err}");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let s = &v["summary"];
+        assert_eq!(s["t_s"].as_f64(), Some(20.0), "scale {scale}");
+        assert!(s["iops"].as_f64().unwrap() > 1000.0, "scale {scale}");
+        assert!(
+            s["gc_runs"].as_u64().unwrap() > 0,
+            "scale {scale}: GC never ran"
+        );
+        let wa = s["write_amplification"].as_f64().unwrap();
+        assert!((1.0..10.0).contains(&wa), "scale {scale}: WA {wa}");
+    }
+}

@@ -842,7 +842,19 @@ impl Vsl {
         // group, released whole).
         let reserve = self.cfg.gc_reserve_lebs as usize;
         let stall = self.cfg.gc_stall_lebs as usize;
-        if host && self.cohort_pos == 0 && self.pool_free() <= reserve - stall {
+        //
+        // The check runs only when a host write opens the cohort's first
+        // unit. Legacy GC's idle-time collection (in `write`) may open that
+        // unit with its moves instead, and then no check runs until the
+        // next cohort: host writes may take up to two cohorts (the whole
+        // reserve of 2 × `stall` units) with no stall, and on a card
+        // scaled by a large `stall` (SLC at scale 0.02: 32) the free list
+        // ran dry. So a legacy host write that leaves the free list empty
+        // stalls too: its unit has just opened, so the first victim's
+        // moves (fewer than a unit) fit in it, and each victim after that
+        // takes at most the one free unit it gives back.
+        let exhausted = self.cfg.gc_mode == GcMode::Legacy && self.free.is_empty();
+        if host && (exhausted || (self.cohort_pos == 0 && self.pool_free() <= reserve - stall)) {
             let mut rounds = 0;
             while self.pool_free() < reserve {
                 rounds += 1;
