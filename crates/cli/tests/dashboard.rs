@@ -8,46 +8,14 @@
 
 mod common;
 
-use common::{skip, TINY_CARD};
+use common::{skip, wait_for, Proc, Rig, TINY_CARD};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-const VSL: &str = env!("CARGO_BIN_EXE_vsl");
-
-/// Kills (and reaps) a child process when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-struct Rig {
-    root: PathBuf,
-}
-
-impl Rig {
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(VSL);
-        c.args(args)
-            .env("OPENVSL_RUN_DIR", self.root.join("run"))
-            .env("OPENVSL_STATE_DIR", self.root.join("state"));
-        c
-    }
-}
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["detach", "--all"]).output();
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
 
 /// A minimal HTTP/1.1 request: (status, body).
 fn http(addr: &str, method: &str, path: &str, body: &str) -> (u32, String) {
@@ -95,21 +63,6 @@ fn http_with(addr: &str, method: &str, path: &str, extra: &str, body: &str) -> (
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
     (status, String::from_utf8_lossy(&body).into_owned())
-}
-
-/// Polls `f` every 200 ms for up to `secs`.
-fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let t = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(secs),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 /// A DevTools protocol session with one page.

@@ -6,43 +6,12 @@
 
 mod common;
 
+use common::{wait_for, Proc, Rig};
+
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-const VSL: &str = env!("CARGO_BIN_EXE_vsl");
-
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-struct Rig {
-    root: PathBuf,
-}
-
-impl Rig {
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(VSL);
-        c.args(args)
-            .env("OPENVSL_RUN_DIR", self.root.join("run"))
-            .env("OPENVSL_STATE_DIR", self.root.join("state"));
-        c
-    }
-}
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["detach", "--all"]).output();
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
+use std::path::Path;
+use std::process::{Command, Stdio};
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -65,20 +34,6 @@ fn query(prom: &str, q: &str) -> Result<Vec<Value>, String> {
         return Err(v.to_string());
     }
     Ok(v["data"]["result"].as_array().cloned().unwrap_or_default())
-}
-
-fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let t = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(secs),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
 }
 
 /// Attaches a tiny card and moves some data through it; None if the

@@ -4,8 +4,9 @@
 
 #![allow(dead_code)]
 
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
 
 /// `vsl attach` options of the smallest card: 24 erase units.
 pub const TINY_CARD: &[&str] = &[
@@ -79,4 +80,53 @@ pub fn vsl_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Kills (and reaps) a child process when dropped.
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A scratch directory with its own run and state directories; detaches
+/// every card attached through it and removes it when dropped.
+pub struct Rig {
+    pub root: PathBuf,
+}
+
+impl Rig {
+    /// `vsl ARGS` with the rig's run and state directories.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_vsl"));
+        c.args(args)
+            .env("OPENVSL_RUN_DIR", self.root.join("run"))
+            .env("OPENVSL_STATE_DIR", self.root.join("state"));
+        c
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["detach", "--all"]).output();
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// Polls `f` every 200 ms for up to `secs`.
+pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let t = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(secs),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
