@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-
 /// A minimal HTTP/1.1 request: (status, body).
 fn http(addr: &str, method: &str, path: &str, body: &str) -> (u32, String) {
     http_with(addr, method, path, "", body)
