@@ -181,11 +181,7 @@ fn dashboard_streams_a_simulation_and_shows_an_attached_card() {
     ) {
         return;
     }
-    let rig = Rig {
-        root: std::env::temp_dir().join(format!("vsl-dashboard-{}", std::process::id())),
-    };
-    let _ = std::fs::remove_dir_all(&rig.root);
-    std::fs::create_dir_all(&rig.root).unwrap();
+    let rig = Rig::new("dashboard");
     let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard");
     std::fs::create_dir_all(&out_dir).unwrap();
     let store = rig.root.join("store");
@@ -209,47 +205,11 @@ fn dashboard_streams_a_simulation_and_shows_an_attached_card() {
         let stop = stop.clone();
         std::thread::spawn(move || write_until(&dev, &stop))
     };
-    let _sim = Proc(
-        rig.cmd(&[
-            "run",
-            "--scale",
-            "0.05",
-            "--duration",
-            "4h",
-            "--interval",
-            "2s",
-            "--quiet",
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap(),
-    );
-    let mut serve = rig
-        .cmd(&["serve", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(serve.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let token_line = lines.next().unwrap().unwrap();
-    let _serve = Proc(serve);
-    let url = first
-        .split("http://")
-        .nth(1)
-        .unwrap()
-        .trim_end_matches('/')
-        .to_string();
-    let addr = url.clone();
-    let base = format!("http://{url}/");
-    let token_file = token_line
-        .split("in ")
-        .last()
-        .unwrap()
-        .trim_end_matches('>');
-    let token_header = format!(
-        "X-OpenVSL-Token: {}\r\n",
-        std::fs::read_to_string(token_file).unwrap().trim()
-    );
+    let _sim = rig.background_run();
+    let served = rig.serve(&[]);
+    let addr = served.addr.clone();
+    let base = format!("http://{addr}/");
+    let token_header = format!("X-OpenVSL-Token: {}\r\n", served.token);
 
     // The server sees the simulation and the card before the browser comes.
     let status: Value = wait_for(30, "a run and a card in /api/status", || {
@@ -342,11 +302,7 @@ fn dashboard_streams_a_simulation_and_shows_an_attached_card() {
 /// the overview page. Needs only the binary (no browser, no root).
 #[test]
 fn dashboard_lists_a_running_review() {
-    let rig = Rig {
-        root: std::env::temp_dir().join(format!("vsl-dashboard-review-{}", std::process::id())),
-    };
-    let _ = std::fs::remove_dir_all(&rig.root);
-    std::fs::create_dir_all(&rig.root).unwrap();
+    let rig = Rig::new("dashboard-review");
     let out = rig.root.join("review");
     // The whole quick review at scale 0.01 runs for a minute or more: it
     // is still running when the server looks, and is killed after.
@@ -367,23 +323,8 @@ fn dashboard_lists_a_running_review() {
         .spawn()
         .unwrap(),
     );
-    let mut serve = rig
-        .cmd(&["serve", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let first = BufReader::new(serve.stdout.take().unwrap())
-        .lines()
-        .next()
-        .unwrap()
-        .unwrap();
-    let _serve = Proc(serve);
-    let addr = first
-        .split("http://")
-        .nth(1)
-        .unwrap()
-        .trim_end_matches('/')
-        .to_string();
+    let served = rig.serve(&[]);
+    let addr = served.addr.clone();
     let run = wait_for(60, "a review with points in /api/status", || {
         let (code, body) = http(&addr, "GET", "/api/status", "");
         let v: Value = serde_json::from_str(&body).ok()?;

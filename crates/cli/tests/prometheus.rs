@@ -9,7 +9,6 @@ mod common;
 use common::{wait_for, Proc, Rig};
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -119,44 +118,11 @@ fn prometheus_scrapes_metrics() {
         println!("SKIPPED prometheus_scrapes_metrics");
         return;
     }
-    let rig = Rig {
-        root: std::env::temp_dir().join(format!("vsl-prometheus-{}", std::process::id())),
-    };
-    let _ = std::fs::remove_dir_all(&rig.root);
-    std::fs::create_dir_all(&rig.root).unwrap();
+    let rig = Rig::new("prometheus");
     let store = attach_and_write(&rig);
-    let _sim = Proc(
-        rig.cmd(&[
-            "run",
-            "--scale",
-            "0.05",
-            "--duration",
-            "4h",
-            "--interval",
-            "2s",
-            "--quiet",
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap(),
-    );
-    let mut serve = rig
-        .cmd(&["serve", "--listen", "127.0.0.1:0", "--read-only"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let first = BufReader::new(serve.stdout.take().unwrap())
-        .lines()
-        .next()
-        .unwrap()
-        .unwrap();
-    let _serve = Proc(serve);
-    let addr = first
-        .split("http://")
-        .nth(1)
-        .unwrap()
-        .trim_end_matches('/')
-        .to_string();
+    let _sim = rig.background_run();
+    let served = rig.serve(&["--read-only"]);
+    let addr = served.addr.clone();
 
     let prom_port = free_port();
     let prom = format!("127.0.0.1:{prom_port}");

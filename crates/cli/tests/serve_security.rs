@@ -4,76 +4,19 @@
 //! leave the store byte-identical. No root needed: the store is made
 //! directly and formatted detached.
 
+mod common;
+
 use blockdev::cli::card_config;
 use blockdev::store::{CardSpec, Store, StoreHeader};
+use common::Rig;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 const VSL: &str = env!("CARGO_BIN_EXE_vsl");
-
-/// A running `vsl serve`, killed when dropped, and its scratch directory.
-struct Server {
-    child: Child,
-    root: PathBuf,
-    /// host:port
-    addr: String,
-    /// The per-process token from the file the server names.
-    token: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let root = std::env::temp_dir().join(format!("vsl-serve-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).unwrap();
-    root
-}
-
-/// Starts `vsl serve --listen 127.0.0.1:0 EXTRA` in `root`.
-fn serve(root: PathBuf, extra: &[&str]) -> Server {
-    let mut child = Command::new(VSL)
-        .args(["serve", "--listen", "127.0.0.1:0", "--reports"])
-        .arg(&root)
-        .args(extra)
-        .env("OPENVSL_RUN_DIR", root.join("run"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let second = lines.next().unwrap().unwrap();
-    let addr = first
-        .split("://")
-        .nth(1)
-        .unwrap()
-        .trim_end_matches('/')
-        .to_string();
-    let token_path = second.split("in ").last().unwrap().trim_end_matches('>');
-    let token = std::fs::read_to_string(token_path)
-        .unwrap()
-        .trim()
-        .to_string();
-    use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(token_path).unwrap().permissions().mode();
-    assert_eq!(mode & 0o077, 0, "the token file is readable by others");
-    Server {
-        child,
-        root,
-        addr,
-        token,
-    }
-}
 
 /// A response: status, lower-case headers, body.
 struct Resp {
@@ -165,11 +108,12 @@ fn format_of(store: &str) -> String {
 
 #[test]
 fn forged_format_requests_are_refused_and_change_nothing() {
-    let root = scratch("forged");
+    let rig = Rig::new("serve-forged");
+    let root = rig.root.clone();
     let store = root.join("store");
     make_store(&store);
     let store_s = store.to_str().unwrap().to_string();
-    let srv = serve(root, &[]);
+    let srv = rig.serve(&[]);
     let a = srv.addr.as_str();
     let own = format!("http://{a}");
     let before = image(&store);
@@ -319,11 +263,12 @@ fn forged_format_requests_are_refused_and_change_nothing() {
 
 #[test]
 fn read_only_serves_no_format() {
-    let root = scratch("ro");
+    let rig = Rig::new("serve-ro");
+    let root = rig.root.clone();
     let store = root.join("store");
     make_store(&store);
     let store_s = store.to_str().unwrap().to_string();
-    let srv = serve(root, &["--read-only"]);
+    let srv = rig.serve(&["--read-only"]);
     let a = srv.addr.as_str();
     let own = format!("http://{a}");
     let before = image(&store);
@@ -376,7 +321,8 @@ fn off_loopback_needs_a_token_file() {
         assert!(err.contains("--token-file"), "{err}");
     }
     // A token file others can read is refused too.
-    let root = scratch("tokperm");
+    let rig = Rig::new("serve-tokperm");
+    let root = rig.root.clone();
     let f = root.join("token");
     std::fs::write(&f, "0123456789abcdef0123456789abcdef\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -395,13 +341,14 @@ fn off_loopback_needs_a_token_file() {
 
 #[test]
 fn token_file_requires_authentication() {
-    let root = scratch("auth");
+    let rig = Rig::new("serve-auth");
+    let root = rig.root.clone();
     let f = root.join("token");
     let secret = "s3cret-token-of-the-operator-0123";
     std::fs::write(&f, format!("{secret}\n")).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let srv = serve(root, &["--token-file", f.to_str().unwrap()]);
+    let srv = rig.serve(&["--token-file", f.to_str().unwrap()]);
     let a = srv.addr.as_str();
     let own = format!("http://{a}");
     let bearer = format!("Bearer {secret}");
@@ -498,7 +445,8 @@ fn tls_serves_https() {
         println!("SKIPPED tls_serves_https");
         return;
     }
-    let root = scratch("tls");
+    let rig = Rig::new("serve-tls");
+    let root = rig.root.clone();
     let (cert, key) = (root.join("cert.pem"), root.join("key.pem"));
     let gen = Command::new("openssl")
         .args([
@@ -534,15 +482,12 @@ fn tls_serves_https() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("--tls-key"), "{err}");
-    let srv = serve(
-        root,
-        &[
-            "--tls-cert",
-            cert.to_str().unwrap(),
-            "--tls-key",
-            key.to_str().unwrap(),
-        ],
-    );
+    let srv = rig.serve(&[
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ]);
     let url = format!("https://{}/api/status", srv.addr);
     let ok = (0..50).any(|_| {
         let out = Command::new("curl")

@@ -98,7 +98,66 @@ pub struct Rig {
     pub root: PathBuf,
 }
 
+/// A running `vsl serve`: its address (host:port) and the per-process
+/// token from the file it names; killed when dropped.
+pub struct Served {
+    pub addr: String,
+    pub token: String,
+    _proc: Proc,
+}
+
 impl Rig {
+    /// A fresh scratch directory `vsl-NAME-PID` under the temp dir.
+    pub fn new(name: &str) -> Rig {
+        let root = std::env::temp_dir().join(format!("vsl-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        Rig { root }
+    }
+
+    /// A long simulation in the background (4 h of virtual time, an
+    /// interval every 2 s), publishing its intervals.
+    pub fn background_run(&self) -> Proc {
+        let args = [
+            "run",
+            "--scale",
+            "0.05",
+            "--duration",
+            "4h",
+            "--interval",
+            "2s",
+        ];
+        let mut c = self.cmd(&args);
+        c.arg("--quiet").stdout(std::process::Stdio::null());
+        Proc(c.spawn().unwrap())
+    }
+
+    /// Starts `vsl serve --listen 127.0.0.1:0 EXTRA` and reads its address
+    /// and token from the two lines it prints; the token file must be
+    /// readable by its owner only.
+    pub fn serve(&self, extra: &[&str]) -> Served {
+        use std::io::BufRead;
+        use std::os::unix::fs::PermissionsExt;
+        let mut c = self.cmd(&[&["serve", "--listen", "127.0.0.1:0"], extra].concat());
+        let mut child = c.stdout(std::process::Stdio::piped()).spawn().unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let proc = Proc(child);
+        let first = lines.next().unwrap().unwrap();
+        let second = lines.next().unwrap().unwrap();
+        let addr = first.split("://").nth(1).unwrap().trim_end_matches('/');
+        let token_path = second.split("in ").last().unwrap().trim_end_matches('>');
+        let mode = std::fs::metadata(token_path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "the token file is readable by others");
+        Served {
+            addr: addr.to_string(),
+            token: std::fs::read_to_string(token_path)
+                .unwrap()
+                .trim()
+                .to_string(),
+            _proc: proc,
+        }
+    }
+
     /// `vsl ARGS` with the rig's run and state directories.
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_vsl"));
