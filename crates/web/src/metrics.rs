@@ -12,7 +12,7 @@
 use blockdev::live::LiveRun;
 use blockdev::manage::{DeviceState, DeviceStatus, LatencyHistogram, StatusDoc};
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, MetricEncoder};
+use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
@@ -482,9 +482,8 @@ fn encode_one<T>(
             }
             Read::Histogram(f) => {
                 if let Some(h) = f(it) {
-                    let fam: MetricEncoder = desc.encode_family(&l)?;
-                    let mut fam = fam;
-                    fam.encode_histogram::<Labels>(h.sum, h.count, &h.buckets, None)?;
+                    desc.encode_family(&l)?
+                        .encode_histogram::<Labels>(h.sum, h.count, &h.buckets, None)?;
                 }
             }
             Read::States(key, all, f) => {
