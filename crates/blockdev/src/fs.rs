@@ -20,6 +20,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+/// `FUSE_OVER_IO_URING` in the 64-bit `FUSE_INIT` flags (served by
+/// [`crate::uring`]).
+pub const FUSE_OVER_IO_URING: u64 = 1 << 41;
+
 /// Longest wait a FUSE thread does itself (longer ones go to the timer).
 const INLINE_WAIT: Duration = Duration::from_micros(500);
 thread_local! {
@@ -399,9 +403,7 @@ impl Filesystem for CardFs {
         // FUSE over io_uring when asked for and offered ([`crate::uring`]).
         if self.uring.load(Ordering::SeqCst) {
             let ok = config
-                .add_capabilities(InitFlags::from_bits_retain(
-                    crate::uring::FUSE_OVER_IO_URING,
-                ))
+                .add_capabilities(InitFlags::from_bits_retain(FUSE_OVER_IO_URING))
                 .is_ok();
             self.uring.store(ok, Ordering::SeqCst);
         }

@@ -27,8 +27,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
-/// `FUSE_OVER_IO_URING` in the 64-bit `FUSE_INIT` flags.
-pub const FUSE_OVER_IO_URING: u64 = 1 << 41;
 const CMD_REGISTER: u32 = 1;
 const CMD_COMMIT_AND_FETCH: u32 = 2;
 /// `sizeof(struct fuse_uring_req_header)`.

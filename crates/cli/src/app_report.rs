@@ -4,7 +4,6 @@
 //! reviews' insert-heavy test on PostgreSQL) and `bench/sysbench_oltp.sh`
 //! (sysbench OLTP on MariaDB). A file is recognised by its `tool` key.
 
-use crate::review_report::{pgbench_section, PgbenchResults};
 use anyhow::{anyhow, bail, Context, Result};
 use report::{Chart, Section, Series, Table};
 use serde::Deserialize;
@@ -436,6 +435,89 @@ fn sysbench_oltp_section(p: &SysbenchOltpResults) -> Section {
                 "max latency (ms)",
                 "WA during run",
                 "load avg",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+        }],
+        ..Section::default()
+    }
+}
+
+/// What `bench/pgbench.sh` writes to `JSON_OUT`: PostgreSQL's pgbench on
+/// attached cards (real time), one row per format. The other applications' results are above.
+#[derive(Debug, serde::Deserialize)]
+pub struct PgbenchResults {
+    pub pgbench_scale: u32,
+    pub clients: u32,
+    pub seconds: u32,
+    pub card: String,
+    pub card_scale: f64,
+    pub results: Vec<PgbenchRow>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub struct PgbenchRow {
+    pub target: String,
+    pub tps: f64,
+    pub latency_avg_ms: f64,
+    pub latency_p99_ms: f64,
+    pub write_amplification: f64,
+    pub precondition_write_amplification: f64,
+}
+
+impl PgbenchResults {
+    /// Reads and checks a results file of `bench/pgbench.sh`.
+    pub fn load(path: &Path) -> Result<PgbenchResults> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read pgbench results {}", path.display()))?;
+        let r: PgbenchResults = serde_json::from_str(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "pgbench results {}: {e} (expected the JSON_OUT file of bench/pgbench.sh)",
+                path.display()
+            )
+        })?;
+        if r.results.is_empty() {
+            anyhow::bail!("pgbench results {}: no rows", path.display());
+        }
+        Ok(r)
+    }
+}
+
+pub(crate) fn pgbench_section(p: &PgbenchResults) -> Section {
+    let rows = p
+        .results
+        .iter()
+        .map(|r| {
+            vec![
+                r.target.clone(),
+                format!("{:.0}", r.tps),
+                format!("{:.2}", r.latency_avg_ms),
+                format!("{:.2}", r.latency_p99_ms),
+                format!("{:.2}", r.precondition_write_amplification),
+                format!("{:.2}", r.write_amplification),
+            ]
+        })
+        .collect();
+    Section {
+        id: "pgbench".into(),
+        title: "Application level: PostgreSQL pgbench".into(),
+        text: format!(
+            "PostgreSQL's pgbench (TPC-B like, scale factor {}, {} clients, {} s) on ext4 on the card attached as a \
+             real block device (vsl attach, model timing), {} at --scale {}, each format preconditioned to steady \
+             state first (whole device written sequentially, then once in random 4 KiB writes). Measured in wall \
+             time by bench/pgbench.sh.",
+            p.pgbench_scale, p.clients, p.seconds, p.card, p.card_scale
+        ),
+        tables: vec![Table {
+            title: "pgbench".into(),
+            columns: [
+                "card",
+                "TPS",
+                "avg latency (ms)",
+                "p99 latency (ms)",
+                "WA preconditioning",
+                "WA init + run",
             ]
             .map(String::from)
             .to_vec(),

@@ -108,7 +108,7 @@ pub fn review(a: ReviewArgs) -> Result<()> {
     let mut apps = Vec::new();
     if let Some(p) = &a.pgbench {
         apps.push(crate::app_report::AppResults::Pgbench(
-            crate::review_report::PgbenchResults::load(p)?,
+            crate::app_report::PgbenchResults::load(p)?,
         ));
     }
     for p in &a.apps {

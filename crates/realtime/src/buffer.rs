@@ -1,9 +1,50 @@
-use crate::layout::FillPattern;
+use serde::Serialize;
 use sim::Prng;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 
 /// The unit in which a compressible fill mixes random bytes and zeros.
 const COMPRESS_CHUNK_BYTES: usize = 4096;
+
+/// What a layout (or a precondition fill) writes.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FillPattern {
+    /// Incompressible pseudo-random bytes (fio's default buffers).
+    #[default]
+    Random,
+    Zeros,
+    /// This percentage of every 4 KiB is zeros, the rest random.
+    Compressible(u8),
+}
+
+impl FillPattern {
+    /// `random`, `zeros` or `compress=PCT` (0 to 100).
+    pub fn parse(s: &str) -> Result<FillPattern, String> {
+        match s {
+            "random" => Ok(FillPattern::Random),
+            "zeros" => Ok(FillPattern::Zeros),
+            _ => {
+                let pct = s
+                    .strip_prefix("compress=")
+                    .and_then(|p| p.trim_end_matches('%').parse::<u8>().ok())
+                    .filter(|p| *p <= 100);
+                pct.map(FillPattern::Compressible).ok_or_else(|| {
+                    format!("'{s}' (expected random, zeros or compress=PCT with PCT 0 to 100)")
+                })
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for FillPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FillPattern::Random => write!(f, "random"),
+            FillPattern::Zeros => write!(f, "zeros"),
+            FillPattern::Compressible(p) => write!(f, "compress={p}"),
+        }
+    }
+}
 
 /// A heap buffer aligned for O_DIRECT (memory alignment is at least the
 /// page size, which every Linux filesystem and block device accepts).

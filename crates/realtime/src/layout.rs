@@ -18,52 +18,12 @@
 //! a read job ("Laying out IO file"); the lab now does the same.
 
 use crate::buffer::AlignedBuf;
+pub use crate::buffer::FillPattern;
 use crate::{RealTarget, RealtimeError, Target};
 use serde::Serialize;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
-
-/// What a layout (or a precondition fill) writes.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FillPattern {
-    /// Incompressible pseudo-random bytes (fio's default buffers).
-    #[default]
-    Random,
-    Zeros,
-    /// This percentage of every 4 KiB is zeros, the rest random.
-    Compressible(u8),
-}
-
-impl FillPattern {
-    /// `random`, `zeros` or `compress=PCT` (0 to 100).
-    pub fn parse(s: &str) -> Result<FillPattern, String> {
-        match s {
-            "random" => Ok(FillPattern::Random),
-            "zeros" => Ok(FillPattern::Zeros),
-            _ => {
-                let pct = s
-                    .strip_prefix("compress=")
-                    .and_then(|p| p.trim_end_matches('%').parse::<u8>().ok())
-                    .filter(|p| *p <= 100);
-                pct.map(FillPattern::Compressible).ok_or_else(|| {
-                    format!("'{s}' (expected random, zeros or compress=PCT with PCT 0 to 100)")
-                })
-            }
-        }
-    }
-}
-
-impl std::fmt::Display for FillPattern {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FillPattern::Random => write!(f, "random"),
-            FillPattern::Zeros => write!(f, "zeros"),
-            FillPattern::Compressible(p) => write!(f, "compress={p}"),
-        }
-    }
-}
 
 /// Whether to lay a file target out before a run that reads.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
