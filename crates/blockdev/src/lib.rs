@@ -24,8 +24,8 @@
 //!   through the control socket, `vsl atomic`): a vector of writes and
 //!   trims applied all-or-nothing, journalled in the store.
 //! - [`manage`]: `vsl status` (every status field, stable JSON), `vsl
-//!   format`, `vsl erase`; [`live`]: running simulations publish their
-//!   intervals under the run directory for `status` and the dashboard.
+//!   format`, `vsl erase` (the runs simulations publish are read from
+//!   `rundir::live`).
 //!
 //! Durability: data and its out-of-band record are written to the store
 //! (the host page cache) before an I/O is acknowledged, so a `kill -9` of
@@ -39,7 +39,6 @@ pub mod control;
 pub mod daemon;
 pub mod engine;
 pub mod fs;
-pub mod live;
 pub mod logging;
 pub mod manage;
 pub mod record;

@@ -11,13 +11,13 @@
 
 use crate::cli::{card_config, fetch_status};
 use crate::daemon::{list_states, name_for_store, AttachState};
-use crate::live::{list_runs, LiveRun};
 use crate::status::Interval;
 pub use crate::status::LatencyHistogram;
 use crate::store::{lock_store, Lifetime, Store, StoreHeader, STORE_VERSION};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use device::{Card, CardConfig, HealthReport, HealthState, MemberSel, VirtualDevice};
+use rundir::live::{list_runs, LiveRun};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, IsTerminal, Write};
 use std::os::unix::fs::FileExt;

@@ -3,10 +3,10 @@
 //! read detached).
 
 use blockdev::cli::card_config;
-use blockdev::live::{LivePoint, LiveRun};
 use blockdev::manage::{device_status, StatusDoc, STATUS_SCHEMA};
 use blockdev::status::Interval;
 use blockdev::store::{CardSpec, Store, StoreHeader};
+use rundir::live::{LivePoint, LiveRun};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 

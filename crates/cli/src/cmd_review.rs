@@ -155,7 +155,7 @@ pub fn review(a: ReviewArgs) -> Result<()> {
                 let plan = &plan;
                 s.spawn(move || {
                     let label = format!("vsl review {}", t.label());
-                    let mut publisher = blockdev::live::Publisher::part("review", &label, i);
+                    let mut publisher = rundir::live::Publisher::part("review", &label, i);
                     let mut progress = |phase: &str| {
                         if !phase.contains("round") {
                             bar.inc(1);
@@ -207,7 +207,7 @@ pub fn review(a: ReviewArgs) -> Result<()> {
 }
 
 /// Publishes a measured phase of a review for `vsl status` and `vsl serve`.
-fn publish(p: &mut blockdev::live::Publisher, m: &Measured) {
+fn publish(p: &mut rundir::live::Publisher, m: &Measured) {
     let health = (!m.health.is_empty()).then(|| device::HealthPoint::of(m.t_s, m.health));
     let mut point = crate::health_series::live_point(m.stats, health.as_ref());
     point.t_s = m.t_s;

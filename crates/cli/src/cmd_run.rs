@@ -512,7 +512,7 @@ fn model_step(
     }
     let measured = std::time::Instant::now();
     let label = format!("vsl run {} {}", cfg_label(card), step.label);
-    let mut publisher = blockdev::live::Publisher::new("run", &label);
+    let mut publisher = rundir::live::Publisher::new("run", &label);
     let mut sampled = Sampled::new(card, start, opts.interval_ns);
     let series = sampled.series.clone();
     let mut result = lab::run(&mut sampled, &resolved, &opts, start, &mut |iv| {

@@ -3,9 +3,9 @@
 //! [`VirtualDevice`] wrapper so the lab needs no change, and the live
 //! publication of the run's intervals for `vsl status` and `vsl serve`.
 
-use blockdev::live::{LivePoint, Publisher};
 use device::{Card, DeviceError, HealthReport, IoKind, VirtualDevice};
 use lab::IntervalStats;
+use rundir::live::{LivePoint, Publisher};
 use sim::Nanos;
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -3,8 +3,8 @@
 //! started (bandwidth, IOPS, latency, temperature, power, endurance).
 
 use crate::App;
-use blockdev::live::LivePoint;
 use blockdev::manage::{DeviceStatus, StatusDoc};
+use rundir::live::LivePoint;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

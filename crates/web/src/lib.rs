@@ -202,7 +202,7 @@ fn tls_config(cert: &Path, key: &Path) -> Result<axum_server::tls_rustls::Rustls
 /// `<run dir>/serve-<port>.token` (mode 600), or None if it cannot.
 fn write_script_token(bound: std::net::SocketAddr, token: &str) -> Option<PathBuf> {
     use std::os::unix::fs::OpenOptionsExt;
-    let dir = blockdev::daemon::run_base();
+    let dir = rundir::run_base();
     std::fs::create_dir_all(&dir).ok()?;
     let path = dir.join(format!("serve-{}.token", bound.port()));
     let _ = std::fs::remove_file(&path);

@@ -9,12 +9,12 @@
 //! running simulations' metrics carry `pid`, `kind` and `label`.
 //! Encoding is `prometheus-client`'s.
 
-use blockdev::live::LiveRun;
 use blockdev::manage::{DeviceState, DeviceStatus, LatencyHistogram, StatusDoc};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
+use rundir::live::LiveRun;
 
 /// The exposition's content type.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -357,7 +357,7 @@ pub static DEVICE_METRICS: &[Metric<DeviceStatus>] = &[
     },
 ];
 
-fn last(r: &LiveRun) -> Option<&blockdev::live::LivePoint> {
+fn last(r: &LiveRun) -> Option<&rundir::live::LivePoint> {
     r.points.back()
 }
 
@@ -536,10 +536,10 @@ pub fn all_series() -> Vec<String> {
 mod tests {
     use super::*;
     use blockdev::cli::card_config;
-    use blockdev::live::LivePoint;
     use blockdev::manage::{device_status, STATUS_SCHEMA};
     use blockdev::status::Interval;
     use blockdev::store::{CardSpec, Store, StoreHeader};
+    use rundir::live::LivePoint;
 
     /// A tiny store's device, detached as read from disk, and the same
     /// device dressed as attached with a second of I/O.

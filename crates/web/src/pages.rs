@@ -3,8 +3,8 @@
 
 use crate::chart::{svg, Line};
 use crate::history::{key, DevPoint, History};
-use blockdev::live::{LivePoint, LiveRun};
 use blockdev::manage::DeviceStatus;
+use rundir::live::{LivePoint, LiveRun};
 use std::fmt::Write;
 use std::path::Path;
 

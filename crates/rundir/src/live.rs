@@ -9,7 +9,7 @@
 //! - [`LiveRun`] / [`LivePoint`]: what a file holds.
 //! - [`list_runs`]: the runs whose process is still alive.
 
-use crate::daemon::{pid_alive, run_base};
+use crate::{pid_alive, run_base};
 use device::HealthReport;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
