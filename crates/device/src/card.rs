@@ -1,6 +1,7 @@
 use crate::flashback::{ranges, MediaReport, ReliabilityOptions};
-use crate::health::{Environment, Health, HealthReport, HealthState};
+use crate::health::{Health, HealthReport, HealthState};
 use crate::preset::{Format, Preset};
+use crate::thermal::Environment;
 use ftl::{FtlConfig, FtlError, FtlStats, GcMode, GcPolicy, ReadPolicy, Vsl};
 use serde::Serialize;
 use sim::{Nanos, Resource};
@@ -383,6 +384,27 @@ impl Member {
         Nanos(cmd_ns).max(Nanos::for_bytes(bytes, bps))
     }
 
+    /// Refuses what the device cannot do in its health state: anything
+    /// after a thermal power-off, writes and trims once read-only.
+    #[inline]
+    fn admit(&self, kind: IoKind) -> Result<(), DeviceError> {
+        if self.health.powered_off() {
+            return Err(DeviceError::Overheated {
+                member: self.id,
+                temperature_c: self.health.temperature_c(),
+            });
+        }
+        let writes = matches!(kind, IoKind::Write | IoKind::Trim);
+        let state = self.health.state();
+        if writes && state >= HealthState::ReadOnly {
+            return Err(DeviceError::ReadOnly {
+                member: self.id,
+                state,
+            });
+        }
+        Ok(())
+    }
+
     fn io(
         &mut self,
         now: Nanos,
@@ -390,7 +412,7 @@ impl Member {
         lba: u64,
         sectors: u64,
     ) -> Result<Nanos, DeviceError> {
-        self.health.admit(kind, self.id)?;
+        self.admit(kind)?;
         let done = self.io_admitted(now, kind, lba, sectors);
         self.health.observe(now, &mut self.vsl);
         done
@@ -405,7 +427,7 @@ impl Member {
         writes: &[(u64, u64)],
         trims: &[(u64, u64)],
     ) -> Result<Nanos, DeviceError> {
-        self.health.admit(IoKind::Write, self.id)?;
+        self.admit(IoKind::Write)?;
         let sectors: u64 = writes.iter().map(|w| w.1).sum();
         let bytes = sectors * self.vsl.sector_bytes() as u64;
         let t0 = now + Nanos(self.host_write_ns);

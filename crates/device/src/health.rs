@@ -11,7 +11,7 @@
 //! Every parameter, its value and its source: docs/MODEL.md, "Health,
 //! endurance, power and temperature".
 
-use crate::card::{DeviceError, IoKind};
+use crate::thermal::Environment;
 use crate::thermal::{Thermal, THROTTLE_OFF_C, THROTTLE_ON_C};
 use ftl::{FtlConfig, Vsl};
 use serde::{Deserialize, Serialize};
@@ -61,27 +61,6 @@ pub fn program_j_per_byte(card: &crate::Preset) -> f64 {
         (SLOT_POWER_W - idle) / (card.datasheet.write_mb_s as f64 * 1e6)
     } else {
         PROGRAM_J_PER_BYTE
-    }
-}
-
-/// Where the card runs.
-#[derive(Copy, Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Environment {
-    /// Air temperature at the card's inlet, °C.
-    pub ambient_c: f64,
-    /// Airflow over the card, linear feet per minute.
-    pub airflow_lfm: f64,
-    /// A Duo's external power cable is connected (single cards ignore it).
-    pub external_power: bool,
-}
-
-impl Default for Environment {
-    fn default() -> Environment {
-        Environment {
-            ambient_c: 25.0,
-            airflow_lfm: 300.0,
-            external_power: true,
-        }
     }
 }
 
@@ -335,23 +314,9 @@ impl Health {
         self.powered_off
     }
 
-    /// Refuses what the device cannot do in its state.
-    #[inline]
-    pub fn admit(&self, kind: IoKind, member_id: u32) -> Result<(), DeviceError> {
-        if self.powered_off {
-            return Err(DeviceError::Overheated {
-                member: member_id,
-                temperature_c: self.thermal.temperature_c(),
-            });
-        }
-        let writes = matches!(kind, IoKind::Write | IoKind::Trim);
-        if writes && self.state >= HealthState::ReadOnly {
-            return Err(DeviceError::ReadOnly {
-                member: member_id,
-                state: self.state,
-            });
-        }
-        Ok(())
+    /// Internal temperature now, °C.
+    pub fn temperature_c(&self) -> f64 {
+        self.thermal.temperature_c()
     }
 
     /// When a write of `bytes`, in the buffer at `admitted`, may complete

@@ -28,5 +28,6 @@ pub use card::{
     Card, CardConfig, DeviceError, DeviceStats, IoKind, Member, MemberSel, VirtualDevice,
 };
 pub use flashback::{DieFailure, MediaReport, ReliabilityOptions};
-pub use health::{Environment, HealthPoint, HealthReport, HealthState, Throttle};
+pub use health::{HealthPoint, HealthReport, HealthState, Throttle};
 pub use preset::{DataSheet, Format, Preset, PRESETS};
+pub use thermal::Environment;

@@ -5,7 +5,28 @@
 //! `C dT/dt = P − (T − T_ambient) / R(airflow)`, integrated exactly over
 //! each step at constant power. Parameters and sources: docs/MODEL.md.
 
-use crate::health::Environment;
+use serde::{Deserialize, Serialize};
+
+/// Where the card runs.
+#[derive(Copy, Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// Air temperature at the card's inlet, °C.
+    pub ambient_c: f64,
+    /// Airflow over the card, linear feet per minute.
+    pub airflow_lfm: f64,
+    /// A Duo's external power cable is connected (single cards ignore it).
+    pub external_power: bool,
+}
+
+impl Default for Environment {
+    fn default() -> Environment {
+        Environment {
+            ambient_c: 25.0,
+            airflow_lfm: 300.0,
+            external_power: true,
+        }
+    }
+}
 
 /// Write throttling starts at this internal temperature (°C).
 pub const THROTTLE_ON_C: f64 = 78.0;
