@@ -60,20 +60,31 @@ struct PreparedMarker {
 /// Renders `chart` to an SVG document; returns it with its height in pixels
 /// (the width is [`WIDTH_PX`]).
 pub(crate) fn render_svg(chart: &Chart, colours: &dyn ColourOf) -> Result<(String, u32), String> {
+    render_svg_sized(chart, colours, WIDTH_PX, PLOT_HEIGHT_PX)
+}
+
+/// [`render_svg`] at another width and plot height (the dashboard's smaller
+/// charts), in pixels.
+pub(crate) fn render_svg_sized(
+    chart: &Chart,
+    colours: &dyn ColourOf,
+    width_px: u32,
+    plot_height_px: u32,
+) -> Result<(String, u32), String> {
     let data = prepare(chart, colours);
-    let legend = legend_items(&data, chart.kind);
+    let legend = legend_items(&data, chart.kind, width_px);
     let legend_rows = legend.last().map_or(0, |l| l.row + 1);
     let legend_px = if legend_rows == 0 {
         0
     } else {
         legend_rows as u32 * LEGEND_ROW_PX + 12
     };
-    let height_px = PLOT_HEIGHT_PX + legend_px;
+    let height_px = plot_height_px + legend_px;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH_PX, height_px)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (width_px, height_px)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let (plot_area, legend_area) = root.split_vertically(PLOT_HEIGHT_PX);
+        let (plot_area, legend_area) = root.split_vertically(plot_height_px);
         if chart.log_y {
             let (lo, hi) = data.y_range;
             draw_plot(&plot_area, chart, &data, (lo..hi).log_scale())?;
@@ -490,7 +501,7 @@ struct LegendItem<'a> {
 }
 
 /// Series first, then markers; entries wrap onto new rows.
-fn legend_items<'a>(data: &'a Prepared, kind: ChartKind) -> Vec<LegendItem<'a>> {
+fn legend_items<'a>(data: &'a Prepared, kind: ChartKind, width_px: u32) -> Vec<LegendItem<'a>> {
     let series_swatch = match kind {
         ChartKind::Line => Swatch::Line,
         ChartKind::Bars => Swatch::Bar,
@@ -504,7 +515,7 @@ fn legend_items<'a>(data: &'a Prepared, kind: ChartKind) -> Vec<LegendItem<'a>> 
                 .iter()
                 .map(|m| (m.label.as_str(), m.colour, Swatch::Dashed)),
         );
-    let usable = f64::from(WIDTH_PX) - 100.0;
+    let usable = f64::from(width_px) - 100.0;
     let mut items = Vec::new();
     let (mut row, mut x) = (0usize, 0.0f64);
     for (text, colour, swatch) in entries {

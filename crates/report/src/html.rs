@@ -215,8 +215,9 @@ fn configuration(out: &mut String, review: &Review) {
     out.push_str("</section>\n");
 }
 
-/// Escapes text for HTML content and double-quoted attributes.
-pub(crate) fn escape(text: &str) -> String {
+/// Escapes text for HTML content and double-quoted attributes: the one
+/// escaping path of the report and the dashboard.
+pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

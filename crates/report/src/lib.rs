@@ -68,6 +68,7 @@ use std::path::{Path, PathBuf};
 pub use demo::{demo_review, MATRIX_POINTS};
 pub use error::ReportError;
 pub use format::{format_tick, target_colour_hex};
+pub use html::escape as escape_html;
 pub use model::{
     Chart, ChartKind, Marker, Point, Review, Section, Series, SteadyState, Table, TargetInfo,
     ValueFormat, XValue,
@@ -93,6 +94,28 @@ pub struct RenderedChart {
 
 /// Section ids the page uses itself.
 const RESERVED_IDS: [&str; 3] = ["targets", "contents", "configuration"];
+
+/// Draws one chart on its own as an SVG document `width_px` wide with a
+/// plot `plot_height_px` high (the dashboard's charts): the same drawing as
+/// a review's charts, series coloured in their order.
+pub fn chart_svg(chart: &Chart, width_px: u32, plot_height_px: u32) -> Result<String, ReportError> {
+    struct InOrder<'a>(&'a Chart);
+    impl chart::ColourOf for InOrder<'_> {
+        fn colour_of(&self, target: &str) -> usize {
+            self.0
+                .series
+                .iter()
+                .position(|s| s.target == target)
+                .unwrap_or(0)
+        }
+    }
+    chart::render_svg_sized(chart, &InOrder(chart), width_px, plot_height_px)
+        .map(|(svg, _height)| svg)
+        .map_err(|message| ReportError::Plot {
+            chart: chart.id.clone(),
+            message,
+        })
+}
 
 /// Writes `review` into `out_dir` (created if missing; files of an earlier
 /// report with other chart ids are left alone). Checks every id before

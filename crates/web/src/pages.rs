@@ -21,12 +21,7 @@ main{padding:10px 20px}section{background:#fff;border:1px solid #ddd;border-radi
 pub const SCRIPT: &str = "setInterval(()=>{document.querySelectorAll('[data-src]').forEach(e=>{\
 fetch(e.dataset.src).then(r=>r.ok?r.text():Promise.reject(r.status)).then(t=>{e.innerHTML=t}).catch(()=>{})})},1000);\n";
 
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+pub use report::escape_html as esc;
 
 /// Percent-encodes a query value.
 fn url(s: &str) -> String {
@@ -52,24 +47,19 @@ fn page(title: &str, body: &str) -> String {
 /// Bandwidth, IOPS and latency charts of a series.
 fn perf_charts<T>(kind: &str, x: &str, pts: &[T], f: impl Fn(&T) -> [f64; 6]) -> String {
     let col = |i: usize| pts.iter().map(|p| (f(p)[0], f(p)[i])).collect::<Vec<_>>();
-    let line = |name: &'static str, color: &'static str, i: usize| Line {
+    let line = |name: &'static str, i: usize| Line {
         name,
-        color,
         points: col(i),
     };
     [
-        svg("Bandwidth", "MB/s", x, kind, &[line("MB/s", "#1f77b4", 1)]),
-        svg("IOPS", "IOPS", x, kind, &[line("IOPS", "#2ca02c", 2)]),
+        svg("Bandwidth", "MB/s", x, kind, &[line("MB/s", 1)]),
+        svg("IOPS", "IOPS", x, kind, &[line("IOPS", 2)]),
         svg(
             "Latency",
             "µs",
             x,
             kind,
-            &[
-                line("avg", "#1f77b4", 3),
-                line("p99", "#ff7f0e", 4),
-                line("max", "#d62728", 5),
-            ],
+            &[line("avg", 3), line("p99", 4), line("max", 5)],
         ),
     ]
     .concat()
@@ -101,7 +91,6 @@ fn run_section(r: &LiveRun) -> String {
             "run-temp",
             &[Line {
                 name: "hottest member",
-                color: "#d62728",
                 points: temp,
             }],
         );
@@ -112,7 +101,6 @@ fn run_section(r: &LiveRun) -> String {
             "run-power",
             &[Line {
                 name: "card",
-                color: "#9467bd",
                 points: power,
             }],
         );
@@ -344,7 +332,6 @@ pub fn device_body(d: &DeviceStatus, h: &History) -> String {
             "device-temp",
             &[Line {
                 name: "internal",
-                color: "#d62728",
                 points: series(|p| p.live.temperature_c.unwrap_or(0.0)),
             }],
         ),
@@ -355,7 +342,6 @@ pub fn device_body(d: &DeviceStatus, h: &History) -> String {
             "device-power",
             &[Line {
                 name: "power",
-                color: "#9467bd",
                 points: series(|p| p.live.power_w.unwrap_or(0.0)),
             }],
         ),
@@ -366,7 +352,6 @@ pub fn device_body(d: &DeviceStatus, h: &History) -> String {
             "device-endurance",
             &[Line {
                 name: "rated endurance used",
-                color: "#8c564b",
                 points: series(|p| p.live.endurance_used_pct.unwrap_or(0.0)),
             }],
         ),
@@ -377,7 +362,6 @@ pub fn device_body(d: &DeviceStatus, h: &History) -> String {
             "device-life",
             &[Line {
                 name: "written",
-                color: "#17becf",
                 points: series(|p| p.physical_gb_written),
             }],
         ),
