@@ -105,31 +105,31 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
 pub const CSV_HEADER: &str = "t_s,ios,iops,read_iops,write_iops,mb_per_s,lat_avg_us,lat_max_us,lat_stddev_us,lat_p50_us,lat_p95_us,lat_p99_us,lat_p999_us,lat_p9999_us,write_amplification,gc_pages_moved";
 
 pub fn write_csv(path: &Path, intervals: &[IntervalStats]) -> Result<()> {
-    let mut out = String::with_capacity(64 + intervals.len() * 160);
-    out.push_str(CSV_HEADER);
-    out.push('\n');
+    let mut w =
+        csv::Writer::from_path(path).with_context(|| format!("writing {}", path.display()))?;
+    w.write_record(CSV_HEADER.split(','))?;
     for i in intervals {
-        out.push_str(&format!(
-            "{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.4},{}\n",
-            i.t_s,
-            i.ios,
-            i.iops,
-            i.read_iops,
-            i.write_iops,
-            i.mb_per_s,
-            i.lat_avg_us,
-            i.lat_max_us,
-            i.lat_stddev_us,
-            i.lat_p50_us,
-            i.lat_p95_us,
-            i.lat_p99_us,
-            i.lat_p999_us,
-            i.lat_p9999_us,
-            i.write_amplification,
-            i.gc_pages_moved
-        ));
+        w.write_record([
+            i.t_s.to_string(),
+            i.ios.to_string(),
+            format!("{:.3}", i.iops),
+            format!("{:.3}", i.read_iops),
+            format!("{:.3}", i.write_iops),
+            format!("{:.3}", i.mb_per_s),
+            format!("{:.3}", i.lat_avg_us),
+            format!("{:.3}", i.lat_max_us),
+            format!("{:.3}", i.lat_stddev_us),
+            format!("{:.3}", i.lat_p50_us),
+            format!("{:.3}", i.lat_p95_us),
+            format!("{:.3}", i.lat_p99_us),
+            format!("{:.3}", i.lat_p999_us),
+            format!("{:.3}", i.lat_p9999_us),
+            format!("{:.4}", i.write_amplification),
+            i.gc_pages_moved.to_string(),
+        ])?;
     }
-    std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))
+    w.flush()
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 pub fn human_bytes(b: u64) -> String {

@@ -38,7 +38,9 @@ pub(crate) fn chart_csv(chart: &Chart) -> String {
             _ => std::cmp::Ordering::Equal,
         });
     }
-    let mut out = String::with_capacity(rows.len() * 16 * (1 + chart.series.len()));
+    let mut out = csv::Writer::from_writer(Vec::with_capacity(
+        rows.len() * 16 * (1 + chart.series.len()),
+    ));
     let header = std::iter::once(chart.x_label.as_str())
         .chain(chart.series.iter().map(|s| s.target.as_str()));
     push_record(&mut out, header.map(str::to_owned));
@@ -52,7 +54,10 @@ pub(crate) fn chart_csv(chart: &Chart) -> String {
         });
         push_record(&mut out, std::iter::once(x.text()).chain(cells));
     }
-    out
+    let bytes = out
+        .into_inner()
+        .expect("flushing CSV to memory cannot fail");
+    String::from_utf8(bytes).expect("CSV of strings is UTF-8")
 }
 
 /// One CSV row: an x value and which occurrence of it within a series.
@@ -84,20 +89,10 @@ impl XKey {
     }
 }
 
-fn push_record(out: &mut String, cells: impl Iterator<Item = String>) {
-    for (i, cell) in cells.enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        if cell.contains([',', '"', '\n', '\r']) {
-            out.push('"');
-            out.push_str(&cell.replace('"', "\"\""));
-            out.push('"');
-        } else {
-            out.push_str(&cell);
-        }
-    }
-    out.push('\n');
+/// One record (the `csv` crate quotes only the cells that need it).
+fn push_record(out: &mut csv::Writer<Vec<u8>>, cells: impl Iterator<Item = String>) {
+    out.write_record(cells)
+        .expect("writing CSV to memory cannot fail");
 }
 
 #[cfg(test)]

@@ -90,28 +90,26 @@ pub fn write(plan: &Plan, out: &Path) -> Result<Written> {
     })
 }
 
-fn csv_cell(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 fn csv_text(plan: &Plan, rows: &[Row]) -> String {
     let mut header: Vec<String> = vec!["key".into()];
     header.extend(plan.keys.iter().map(|k| k.replace('-', "_")));
     header.extend(SUMMARY_FIELDS.iter().map(|f| f.to_string()));
     header.extend(["steady_iops".into(), "steady_write_amplification".into()]);
-    let mut text = header.join(",") + "\n";
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut put = |cells: Vec<String>| {
+        w.write_record(&cells)
+            .expect("writing CSV to memory cannot fail")
+    };
+    put(header);
     for r in rows {
         let mut cells = vec![r.key.clone()];
-        cells.extend(r.params.iter().map(|p| csv_cell(p)));
+        cells.extend(r.params.iter().cloned());
         cells.extend(r.figures.iter().map(|f| f.to_string()));
         cells.extend([r.steady_iops.to_string(), r.steady_wa.to_string()]);
-        text += &(cells.join(",") + "\n");
+        put(cells);
     }
-    text
+    let bytes = w.into_inner().expect("flushing CSV to memory cannot fail");
+    String::from_utf8(bytes).expect("CSV of strings is UTF-8")
 }
 
 /// The mean of `y` over the runs with each value of option `k`, in plan order.
