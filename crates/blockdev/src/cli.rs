@@ -12,15 +12,16 @@ use crate::engine::Timing;
 use crate::record::{self, AttachRecord, RECORD_VERSION};
 use crate::status::StatusReport;
 use crate::store::{CardSpec, Store, StoreHeader};
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, Parser};
-use device::{Card, CardConfig, DieFailure, Format, MemberSel, Preset};
+/// The card options are parsed by `device` for every command.
+pub use device::spec::{card_config, on_off, parse_fail_die, set_reliability};
+use device::{Card, CardConfig, MemberSel};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use workload::units::{parse_duration_ns, parse_percent, parse_size};
 
 /// `vsl attach`: serve a modelled card as Linux block devices. Also what
 /// an [`AttachRecord`] keeps (as JSON; an option a record lacks takes its
@@ -207,118 +208,6 @@ impl AttachArgs {
     }
 }
 
-/// The card configuration of a [`CardSpec`] (as `vsl run` builds it).
-pub fn card_config(a: &CardSpec) -> Result<CardConfig> {
-    let preset = Preset::by_name(&a.device).ok_or_else(|| {
-        anyhow!(
-            "unknown device '{}' (known: {})",
-            a.device,
-            Preset::names().join(", ")
-        )
-    })?;
-    let mut c = CardConfig::new(preset);
-    c.format = if let Some(cap) = &a.capacity {
-        Format::Capacity(parse_size(cap).map_err(|e| anyhow!("--capacity: {e}"))?)
-    } else if let Some(op) = &a.overprovision {
-        Format::Overprovision(parse_percent(op).map_err(|e| anyhow!("--overprovision: {e}"))?)
-    } else {
-        Format::parse(&a.format).map_err(|e| anyhow!("--format: {e}"))?
-    };
-    c.sector_bytes = match a.sector_size.as_str() {
-        "512" => 512,
-        "4096" | "4k" | "4K" => 4096,
-        s => bail!("--sector-size: {s} is not 512 or 4096"),
-    };
-    c.member = MemberSel::parse(&a.member).map_err(|e| anyhow!("--member: {e}"))?;
-    c.scale = a
-        .scale
-        .parse::<f64>()
-        .ok()
-        .filter(|s| *s > 0.0 && *s <= 1.0)
-        .ok_or_else(|| anyhow!("--scale: '{}' must be a number in (0, 1]", a.scale))?;
-    c.gc_policy = a
-        .gc_policy
-        .parse()
-        .map_err(|e: String| anyhow!("--gc-policy: {e}"))?;
-    c.track_sequence = true;
-    Ok(c)
-}
-
-/// Parses `--fail-die [MEMBER:]DIE[@TIME]` for card `c`; the error is one
-/// line naming the option and what is wrong.
-pub fn parse_fail_die(s: &str, c: &CardConfig) -> Result<DieFailure> {
-    let usage = "expected [MEMBER:]DIE[@TIME], e.g. 7, 1:7 or 7@30s";
-    let (spec, at) = match s.split_once('@') {
-        Some((a, t)) => (a, Some(t)),
-        None => (s, None),
-    };
-    let (member, die) = match spec.split_once(':') {
-        Some((m, d)) => (Some(m), d),
-        None => (None, spec),
-    };
-    let die: u32 = die
-        .parse()
-        .map_err(|_| anyhow!("--fail-die: '{s}': die '{die}' is not a number ({usage})"))?;
-    let member = match member {
-        Some(m) => m
-            .parse::<u32>()
-            .map_err(|_| anyhow!("--fail-die: '{s}': member '{m}' is not a number ({usage})"))?,
-        None => match c.member {
-            MemberSel::One(i) => i,
-            MemberSel::All => 0,
-        },
-    };
-    let p = c.preset;
-    if member >= p.members {
-        bail!(
-            "--fail-die: '{s}': ioMemory device {member} does not exist ({} has {})",
-            p.name,
-            p.members
-        );
-    }
-    if let MemberSel::One(i) = c.member {
-        if i != member {
-            bail!("--fail-die: '{s}': ioMemory device {member} is not in use (--member {i})");
-        }
-    }
-    let g = p.geometry;
-    let dies = g.channels * g.banks;
-    if die >= dies {
-        bail!(
-            "--fail-die: '{s}': die {die} is out of range: an ioMemory device of {} has {dies} dies (0..{}; die = bank x {} + channel)",
-            p.name,
-            dies - 1,
-            g.channels
-        );
-    }
-    let at_ns = match at {
-        Some(t) => parse_duration_ns(t).map_err(|e| anyhow!("--fail-die: '{s}': time: {e}"))?,
-        None => 0,
-    };
-    Ok(DieFailure { member, die, at_ns })
-}
-
-/// Sets `c`'s die failures, Flashback mode and media-error model from the
-/// command line (`vsl run` and `vsl attach` spell them the same way).
-pub fn set_reliability(
-    c: &mut CardConfig,
-    fail_die: &[String],
-    flashback: &str,
-    media_errors: &str,
-) -> Result<()> {
-    c.reliability.fail_dies = fail_die
-        .iter()
-        .map(|s| parse_fail_die(s, c))
-        .collect::<Result<_>>()?;
-    c.reliability.adaptive = match flashback {
-        "adaptive" => true,
-        "basic" => false,
-        o => bail!("--flashback: '{o}' (expected adaptive or basic)"),
-    };
-    c.reliability.media_errors = on_off("--media-errors", media_errors)?;
-    Ok(())
-}
-
 /// Resolves the card and the store header it needs.
 fn resolve(a: &AttachArgs, store: &Path) -> Result<(CardConfig, StoreHeader)> {
     let existing = Store::read_header(store)?;
@@ -386,15 +275,6 @@ fn print_attached(st: &AttachState) {
                 st.fuse_transport.as_str()
             }
         );
-    }
-}
-
-/// An `on` / `off` option's value.
-fn on_off(flag: &str, value: &str) -> Result<bool> {
-    match value {
-        "on" => Ok(true),
-        "off" => Ok(false),
-        o => bail!("{flag}: '{o}' (expected on or off)"),
     }
 }
 

@@ -105,35 +105,7 @@ pub struct StoreHeader {
     pub geometry: String,
 }
 
-/// The card options, as given on the command line.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct CardSpec {
-    pub device: String,
-    pub format: String,
-    pub capacity: Option<String>,
-    pub overprovision: Option<String>,
-    pub sector_size: String,
-    pub member: String,
-    pub scale: String,
-    pub gc_policy: String,
-}
-
-impl CardSpec {
-    /// The smallest card the presets allow (ioMemory 0 of an
-    /// iodrive-duo-320-slc at scale 0.001: 24 erase units), for tests.
-    pub fn tiny() -> CardSpec {
-        CardSpec {
-            device: "iodrive-duo-320-slc".into(),
-            format: "stock".into(),
-            capacity: None,
-            overprovision: None,
-            sector_size: "4096".into(),
-            member: "0".into(),
-            scale: "0.001".into(),
-            gc_policy: "greedy".into(),
-        }
-    }
-}
+pub use device::CardSpec;
 
 impl StoreHeader {
     pub fn new(

@@ -35,18 +35,25 @@ pub enum Command {
     /// Run a plan of many runs (a grid or list of `vsl run` options) on a local pool or a Ray cluster.
     Sweep(SweepArgs),
     /// Serve a modelled card as Linux block devices (FUSE + loop), or --list them.
+    #[cfg(feature = "attach")]
     Attach(Box<blockdev::cli::AttachArgs>),
     /// Flush, detach and stop an attached card.
+    #[cfg(feature = "attach")]
     Detach(blockdev::cli::DetachArgs),
     /// Apply writes (--write OFFSET:FILE) and trims (--trim OFFSET:LEN) to an attached card all-or-nothing.
+    #[cfg(feature = "attach")]
     Atomic(blockdev::atomic::AtomicArgs),
     /// Status of a store, every attached card and every running simulation (-a: every field, --json).
+    #[cfg(feature = "attach")]
     Status(blockdev::manage::StatusArgs),
     /// Low-level format a (detached) card's store: capacity / over-provisioning, sector size.
+    #[cfg(feature = "attach")]
     Format(blockdev::manage::FormatArgs),
     /// Secure-erase a (detached) card's store; lifetime counters and wear are kept.
+    #[cfg(feature = "attach")]
     Erase(blockdev::manage::EraseArgs),
     /// Live web dashboard of attached cards and running simulations (127.0.0.1:8080).
+    #[cfg(feature = "serve")]
     Serve(web::ServeArgs),
     /// Power-cut campaign: cut power at random NAND operation boundaries, recover, check every acknowledged write.
     Torture(TortureArgs),

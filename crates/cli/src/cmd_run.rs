@@ -13,7 +13,7 @@ use workload::{BlockSizes, Distribution, Extent, PlannedSpec, Profile, WorkloadS
 /// Builds the card configuration from the command line (the same parsing
 /// `vsl attach` uses, so both spell a card the same way).
 pub fn card_config(a: &CardArgs) -> Result<CardConfig> {
-    let spec = blockdev::store::CardSpec {
+    let spec = device::CardSpec {
         device: a.device.clone(),
         format: a.format.clone(),
         capacity: a.capacity.clone(),
@@ -23,7 +23,7 @@ pub fn card_config(a: &CardArgs) -> Result<CardConfig> {
         scale: a.scale.clone(),
         gc_policy: a.gc_policy.clone(),
     };
-    let mut c = blockdev::cli::card_config(&spec)?;
+    let mut c = device::card_config(&spec)?;
     // Virtual-time runs carry no data: no per-slot sequence numbers.
     c.track_sequence = false;
     c.gc_mode = a.gc_mode.parse().map_err(|e| anyhow!("--gc-mode: {e}"))?;
@@ -73,7 +73,7 @@ pub fn card_config(a: &CardArgs) -> Result<CardConfig> {
         "off" => false,
         s => bail!("--external-power: '{s}' (expected on or off)"),
     };
-    blockdev::cli::set_reliability(&mut c, &a.fail_die, &a.flashback, &a.media_errors)?;
+    device::set_reliability(&mut c, &a.fail_die, &a.flashback, &a.media_errors)?;
     Ok(c)
 }
 

@@ -23,7 +23,7 @@ struct Output<'a> {
 
 /// Builds the campaign from the command line.
 pub fn campaign_config(a: &TortureArgs) -> Result<CampaignConfig> {
-    let spec = blockdev::store::CardSpec {
+    let spec = device::CardSpec {
         device: a.device.clone(),
         format: a.format.clone(),
         capacity: None,
@@ -33,7 +33,7 @@ pub fn campaign_config(a: &TortureArgs) -> Result<CampaignConfig> {
         scale: a.scale.clone(),
         gc_policy: "greedy".into(),
     };
-    let mut card = blockdev::cli::card_config(&spec)?;
+    let mut card = device::card_config(&spec)?;
     card.gc_mode = a.gc_mode.parse().map_err(|e| anyhow!("--gc-mode: {e}"))?;
     card.track_sequence = true;
     let ftl = card.ftl_config()?;

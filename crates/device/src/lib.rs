@@ -22,6 +22,7 @@ mod card;
 pub mod flashback;
 pub mod health;
 mod preset;
+pub mod spec;
 pub mod thermal;
 
 pub use card::{
@@ -30,4 +31,5 @@ pub use card::{
 pub use flashback::{DieFailure, MediaReport, ReliabilityOptions};
 pub use health::{HealthPoint, HealthReport, HealthState, Throttle};
 pub use preset::{DataSheet, Format, Preset, PRESETS};
+pub use spec::{card_config, set_reliability, CardSpec};
 pub use thermal::Environment;
