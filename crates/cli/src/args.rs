@@ -40,6 +40,8 @@ pub enum Command {
     Detach(blockdev::cli::DetachArgs),
     /// Apply writes (--write OFFSET:FILE) and trims (--trim OFFSET:LEN) to an attached card all-or-nothing.
     Atomic(blockdev::atomic::AtomicArgs),
+    /// Capture the requests an attached card serves as fio iolog and blkparse text (start DIR, stop, status).
+    Trace(blockdev::trace_cli::TraceArgs),
     /// Status of a store, every attached card and every running simulation (-a: every field, --json).
     Status(blockdev::manage::StatusArgs),
     /// Low-level format a (detached) card's store: capacity / over-provisioning, sector size.
