@@ -171,7 +171,8 @@ pub struct TraceStatus {
     pub dir: Option<String>,
     pub format: Option<TraceFormat>,
     pub rotate_bytes: u64,
-    /// Records written since attach (every capture).
+    /// Records the writer took since attach (every capture); each is
+    /// written within about [`HOLD`], and all of them by `stop`.
     pub records: u64,
     /// Bytes written to trace files since attach.
     pub bytes: u64,
@@ -343,11 +344,11 @@ fn writer_loop(
         match msg {
             Ok(Msg::Rec(r)) => match sink.as_mut() {
                 Some(s) => {
-                    s.push(r);
+                    s.push(r, &counters);
                     // Take what else is queued before writing.
                     while s.held.len() < HELD_MAX {
                         match rx.try_recv() {
-                            Ok(Msg::Rec(r)) => s.push(r),
+                            Ok(Msg::Rec(r)) => s.push(r, &counters),
                             Ok(Msg::Quit) => return,
                             Ok(other) => {
                                 fail = handle_control(other, &mut sink, &counters).err();
@@ -494,7 +495,8 @@ impl Sink {
         })
     }
 
-    fn push(&mut self, r: TraceRecord) {
+    fn push(&mut self, r: TraceRecord, c: &Counters) {
+        c.records.fetch_add(1, Relaxed);
         for complete in [false, true] {
             let at = if complete { r.completion } else { r.arrival };
             self.held.push(Reverse(Event {
@@ -549,7 +551,6 @@ impl Sink {
         let t_ns = self.ns(e.at);
         let dev = self.device(e.rec.member);
         if !e.complete {
-            c.records.fetch_add(1, Relaxed);
             if let Some(mut io) = self.iolog.take() {
                 let r = io.write_iolog(&self.opts, &self.devices, t_ns / 1000, &dev, &e.rec, c);
                 self.iolog = Some(io);
