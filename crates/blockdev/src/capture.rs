@@ -24,11 +24,12 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Records the channel holds before the request path starts dropping.
+/// Records the channel holds before the request path starts dropping
+/// (~5 MB of records).
 pub const CHANNEL_RECORDS: usize = 1 << 16;
 /// How long an event waits in the writer before it is written, so that a
 /// request still in flight (arrived earlier, completes later) is not
@@ -37,6 +38,9 @@ pub const HOLD: Duration = Duration::from_millis(1000);
 /// Events held in the writer at most (then the oldest are written even if
 /// younger than [`HOLD`]; a later, earlier event counts as out of order).
 const HELD_MAX: usize = 1 << 20;
+/// How often the writer takes what the channel holds: at most
+/// [`CHANNEL_RECORDS`] per poll, so up to 13 M records a second.
+const POLL: Duration = Duration::from_millis(5);
 /// Smallest `--trace-rotate`.
 pub const ROTATE_MIN_BYTES: u64 = 4096;
 /// `--trace-rotate`'s default.
@@ -339,36 +343,33 @@ fn writer_loop(
     let mut sink: Option<Sink> = None;
     let mut last_flush = Instant::now();
     loop {
-        let msg = rx.recv_timeout(Duration::from_millis(100));
         let mut fail = None;
-        match msg {
-            Ok(Msg::Rec(r)) => match sink.as_mut() {
-                Some(s) => {
-                    s.push(r, &counters);
-                    // Take what else is queued before writing.
-                    while s.held.len() < HELD_MAX {
-                        match rx.try_recv() {
-                            Ok(Msg::Rec(r)) => s.push(r, &counters),
-                            Ok(Msg::Quit) => return,
-                            Ok(other) => {
-                                fail = handle_control(other, &mut sink, &counters).err();
-                                break;
-                            }
-                            Err(_) => break,
-                        }
+        // Everything queued, without ever blocking on the channel: a
+        // receiver parked in the channel would make every `try_send` of
+        // the request path a futex wake-up and a context switch.
+        let drained = loop {
+            match rx.try_recv() {
+                Ok(Msg::Rec(r)) => match sink.as_mut() {
+                    Some(s) => s.push(r, &counters),
+                    // Handed over as the capture stopped (or failed): in
+                    // no file, so counted.
+                    None => {
+                        counters.dropped.fetch_add(1, Relaxed);
+                    }
+                },
+                Ok(Msg::Quit) | Err(TryRecvError::Disconnected) => return,
+                Ok(other) => {
+                    if let Err(e) = handle_control(other, &mut sink, &counters) {
+                        fail = Some(e);
+                        break false;
                     }
                 }
-                // Handed over as the capture stopped (or failed): in no
-                // file, so counted.
-                None => {
-                    counters.dropped.fetch_add(1, Relaxed);
-                }
-            },
-            Ok(Msg::Quit) => return,
-            Ok(other) => fail = handle_control(other, &mut sink, &counters).err(),
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return,
-        }
+                Err(TryRecvError::Empty) => break true,
+            }
+            if sink.as_ref().is_some_and(|s| s.held.len() >= HELD_MAX) {
+                break false;
+            }
+        };
         if fail.is_none() {
             if let Some(s) = sink.as_mut() {
                 let before = Instant::now().checked_sub(HOLD);
@@ -391,6 +392,9 @@ fn writer_loop(
             tracing::error!("trace capture stopped: {why}");
             *state.lock().unwrap_or_else(|p| p.into_inner()) = (None, Some(why));
             sink = None;
+        }
+        if drained {
+            std::thread::sleep(POLL);
         }
     }
 }
@@ -457,6 +461,8 @@ struct Sink {
     n: u64,
     last_written: Option<Instant>,
     seq: u64,
+    /// The line being formatted (reused: no allocation per event).
+    line: String,
 }
 
 impl Sink {
@@ -470,6 +476,7 @@ impl Sink {
                 file: None,
                 bytes_in_file: 0,
                 last_us: 0,
+                line: String::new(),
             })
         };
         let iolog = if opts.format.iolog() {
@@ -492,6 +499,7 @@ impl Sink {
             n: 0,
             last_written: None,
             seq: 0,
+            line: String::with_capacity(128),
         })
     }
 
@@ -527,19 +535,6 @@ impl Sink {
         at.saturating_duration_since(self.t0).as_nanos() as u64
     }
 
-    fn device(&self, member: u32) -> TraceDevice {
-        self.devices
-            .iter()
-            .find(|d| d.member == member)
-            .cloned()
-            .unwrap_or_else(|| TraceDevice {
-                member,
-                path: format!("ioDimm{member}"),
-                major: 0,
-                minor: 0,
-            })
-    }
-
     fn write_event(&mut self, e: &Event, c: &Counters) -> std::io::Result<()> {
         if self.last_written.is_some_and(|l| e.at < l) {
             if !e.complete {
@@ -549,20 +544,29 @@ impl Sink {
             self.last_written = Some(e.at);
         }
         let t_ns = self.ns(e.at);
-        let dev = self.device(e.rec.member);
+        let fallback;
+        let dev = match self.devices.iter().find(|d| d.member == e.rec.member) {
+            Some(d) => d,
+            None => {
+                fallback = TraceDevice {
+                    member: e.rec.member,
+                    path: format!("ioDimm{}", e.rec.member),
+                    major: 0,
+                    minor: 0,
+                };
+                &fallback
+            }
+        };
         if !e.complete {
-            if let Some(mut io) = self.iolog.take() {
-                let r = io.write_iolog(&self.opts, &self.devices, t_ns / 1000, &dev, &e.rec, c);
-                self.iolog = Some(io);
-                r?;
+            if let Some(io) = self.iolog.as_mut() {
+                io.write_iolog(&self.opts, &self.devices, t_ns / 1000, dev, &e.rec, c)?;
             }
         }
-        if let Some(mut bp) = self.blkparse.take() {
+        if let Some(bp) = self.blkparse.as_mut() {
             self.seq += 1;
-            let line = blkparse_line(&dev, self.seq, t_ns, e.complete, &e.rec);
-            let r = bp.write_text(&self.opts, &line, c);
-            self.blkparse = Some(bp);
-            r?;
+            self.line.clear();
+            fmt_blkparse(&mut self.line, dev, self.seq, t_ns, e.complete, &e.rec);
+            bp.write_text(&self.opts, &self.line, c)?;
         }
         Ok(())
     }
@@ -604,13 +608,29 @@ pub fn blkparse_line(
     complete: bool,
     r: &TraceRecord,
 ) -> String {
+    let mut out = String::new();
+    fmt_blkparse(&mut out, dev, seq, t_ns, complete, r);
+    out
+}
+
+/// [`blkparse_line`] appended to `out`.
+fn fmt_blkparse(
+    out: &mut String,
+    dev: &TraceDevice,
+    seq: u64,
+    t_ns: u64,
+    complete: bool,
+    r: &TraceRecord,
+) {
+    use std::fmt::Write as _;
     let rwbs = match r.op {
         TraceOp::Read => "R",
         TraceOp::Write => "W",
         TraceOp::Discard => "D",
         TraceOp::Flush => "FN",
     };
-    let head = format!(
+    let _ = write!(
+        out,
         "{:>3},{:<3} {:>2} {:>8} {:>5}.{:09} {:>5} {:>2} {:>3} ",
         dev.major,
         dev.minor,
@@ -624,14 +644,13 @@ pub fn blkparse_line(
     );
     let sector = r.offset / 512;
     let sectors = r.len.div_ceil(512);
-    let name = format!("ioDimm{}", r.member);
-    let tail = match (complete, sectors) {
-        (false, 0) => format!("[{name}]"),
-        (false, n) => format!("{sector} + {n} [{name}]"),
-        (true, 0) => format!("{sector} [{}]", -r.errno),
-        (true, n) => format!("{sector} + {n} [{}]", -r.errno),
+    let m = r.member;
+    let _ = match (complete, sectors) {
+        (false, 0) => writeln!(out, "[ioDimm{m}]"),
+        (false, n) => writeln!(out, "{sector} + {n} [ioDimm{m}]"),
+        (true, 0) => writeln!(out, "{sector} [{}]", -r.errno),
+        (true, n) => writeln!(out, "{sector} + {n} [{}]", -r.errno),
     };
-    format!("{head}{tail}\n")
 }
 
 /// The fio iolog v3 action of an op.
@@ -673,6 +692,8 @@ struct Rotating {
     bytes_in_file: u64,
     /// The iolog's last timestamp, µs (for its `close` lines).
     last_us: u64,
+    /// The line being formatted (reused).
+    line: String,
 }
 
 impl Rotating {
@@ -728,14 +749,22 @@ impl Rotating {
             self.put(&head, c)?;
         }
         self.last_us = t_us;
-        let line = format!(
-            "{t_us} {} {} {} {}\n",
-            dev.path,
-            iolog_action(r.op),
-            if r.op == TraceOp::Flush { 0 } else { r.offset },
-            r.len
-        );
-        self.put(&line, c)?;
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        {
+            use std::fmt::Write as _;
+            let _ = writeln!(
+                line,
+                "{t_us} {} {} {} {}",
+                dev.path,
+                iolog_action(r.op),
+                if r.op == TraceOp::Flush { 0 } else { r.offset },
+                r.len
+            );
+        }
+        let written = self.put(&line, c);
+        self.line = line;
+        written?;
         if self.bytes_in_file >= o.rotate_bytes {
             self.close_iolog(devices, c)?;
         }
