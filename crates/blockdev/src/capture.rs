@@ -192,7 +192,11 @@ pub struct TraceStatus {
 
 enum Msg {
     Rec(TraceRecord),
-    Start(TraceOptions, Vec<TraceDevice>, SyncSender<Result<(), String>>),
+    Start(
+        TraceOptions,
+        Vec<TraceDevice>,
+        SyncSender<Result<(), String>>,
+    ),
     Stop(SyncSender<()>),
     Quit,
 }
@@ -698,7 +702,8 @@ struct Rotating {
 
 impl Rotating {
     fn path(&self) -> PathBuf {
-        self.dir.join(format!("trace.{:03}.{}", self.index, self.ext))
+        self.dir
+            .join(format!("trace.{:03}.{}", self.index, self.ext))
     }
 
     fn put(&mut self, text: &str, c: &Counters) -> std::io::Result<()> {

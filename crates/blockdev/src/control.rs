@@ -286,7 +286,9 @@ mod tests {
         assert_eq!(read_then_parse(b"status"), Ok(Command::Status));
         assert_eq!(read_then_parse(b"trace-stop\n"), Ok(Command::TraceStop));
         assert_eq!(
-            read_then_parse(b"trace-start {\"dir\":\"/t\",\"rotate_bytes\":4096,\"format\":\"both\"}\n"),
+            read_then_parse(
+                b"trace-start {\"dir\":\"/t\",\"rotate_bytes\":4096,\"format\":\"both\"}\n"
+            ),
             Ok(Command::TraceStart(crate::capture::TraceOptions {
                 dir: "/t".into(),
                 rotate_bytes: 4096,

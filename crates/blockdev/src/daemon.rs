@@ -611,8 +611,10 @@ impl Daemon {
                 }
             },
         };
-        let capture = crate::capture::Capture::start_writer().context("starting the trace writer")?;
-        let fs = CardFs::new(engines.clone(), timer.clone(), want_uring).with_capture(capture.clone());
+        let capture =
+            crate::capture::Capture::start_writer().context("starting the trace writer")?;
+        let fs =
+            CardFs::new(engines.clone(), timer.clone(), want_uring).with_capture(capture.clone());
         let ring_fs = fs.clone();
         let mnt = dir.join("mnt");
         let mut fcfg = fuser::Config::default();
@@ -890,7 +892,9 @@ impl Daemon {
                 let was = self.capture.stop();
                 let st = self.capture.status();
                 let reply = match (&st.error, was) {
-                    (Some(e), _) => format!("error the capture had failed: {}", control::one_line(e)),
+                    (Some(e), _) => {
+                        format!("error the capture had failed: {}", control::one_line(e))
+                    }
                     (None, false) => "error not capturing".to_string(),
                     (None, true) => "ok".to_string(),
                 };

@@ -273,7 +273,13 @@ impl CardFs {
         e.counters.record_flush(received.elapsed());
         let errno_of = |err: &crate::engine::EngineError| err.errno();
         let code = r.as_ref().err().map_or(0, errno_of);
-        self.trace(e.member, crate::capture::TraceOp::Flush, (0, 0), received, code);
+        self.trace(
+            e.member,
+            crate::capture::TraceOp::Flush,
+            (0, 0),
+            received,
+            code,
+        );
         r.map_err(|err| {
             let n = e
                 .counters

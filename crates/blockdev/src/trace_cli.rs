@@ -91,12 +91,11 @@ pub fn run_trace(a: TraceArgs) -> Result<()> {
         } => {
             let opts = TraceOptions::new(&dir, &rotate, &format).map_err(|e| anyhow!("{e}"))?;
             let st = one_card(card.as_deref())?;
-            ask(&st, &format!("trace-start {}", serde_json::to_string(&opts)?))?;
-            println!(
-                "capturing {} into {}",
-                devices(&st),
-                opts.dir.display()
-            );
+            ask(
+                &st,
+                &format!("trace-start {}", serde_json::to_string(&opts)?),
+            )?;
+            println!("capturing {} into {}", devices(&st), opts.dir.display());
         }
         TraceAction::Stop { card } => {
             let st = one_card(card.as_deref())?;
@@ -117,7 +116,11 @@ pub fn run_trace(a: TraceArgs) -> Result<()> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&s)?);
             } else {
-                let into = s.dir.as_deref().map(|d| format!(" into {d}")).unwrap_or_default();
+                let into = s
+                    .dir
+                    .as_deref()
+                    .map(|d| format!(" into {d}"))
+                    .unwrap_or_default();
                 println!(
                     "{}: {}{into}; since attach {} records, {} bytes, {} files, {} dropped, {} out of order{}",
                     devices(&st),

@@ -107,7 +107,11 @@ fn issue30_trace_capture_records_dd_and_blkdiscard_in_both_formats() {
         .concat()
     }
     let a = |t| with_trace(store, t);
-    one_line_failure(&rig, &a(missing.to_str().unwrap()), "No such file or directory");
+    one_line_failure(
+        &rig,
+        &a(missing.to_str().unwrap()),
+        "No such file or directory",
+    );
     let file = rig.root.join("a-file");
     std::fs::write(&file, b"x").unwrap();
     one_line_failure(&rig, &a(file.to_str().unwrap()), "not a directory");
@@ -149,7 +153,11 @@ fn issue30_trace_capture_records_dd_and_blkdiscard_in_both_formats() {
     for p in iologs.iter().chain(&blks) {
         // A file is closed at the first line past 16 KiB (and the iolog's
         // close lines).
-        assert!(std::fs::metadata(p).unwrap().len() < 17 << 10, "{}", p.display());
+        assert!(
+            std::fs::metadata(p).unwrap().len() < 17 << 10,
+            "{}",
+            p.display()
+        );
     }
     let ios = iolog_ios(&iologs);
     assert!(ios.iter().all(|io| &io.1 == dev), "every line names {dev}");
@@ -203,7 +211,10 @@ fn issue30_trace_capture_records_dd_and_blkdiscard_in_both_formats() {
     ));
     vsl_ok(&rig, &["trace", "stop"]);
     let all = iolog_ios(&files(&dir, "iolog"));
-    assert!(!all.iter().any(|io| io.3 == 5000 * 4096), "captured while stopped");
+    assert!(
+        !all.iter().any(|io| io.3 == 5000 * 4096),
+        "captured while stopped"
+    );
     let new: Vec<_> = files(&dir, "iolog")
         .into_iter()
         .filter(|p| !iologs.contains(p))
@@ -211,7 +222,9 @@ fn issue30_trace_capture_records_dd_and_blkdiscard_in_both_formats() {
     assert!(!new.is_empty(), "resumed capture wrote no new file");
     let resumed = iolog_ios(&new);
     assert!(
-        resumed.iter().any(|io| io.2 == "write" && io.3 == 6000 * 4096),
+        resumed
+            .iter()
+            .any(|io| io.2 == "write" && io.3 == 6000 * 4096),
         "the write after start is not in {new:?}"
     );
 
@@ -223,7 +236,11 @@ fn issue30_trace_capture_records_dd_and_blkdiscard_in_both_formats() {
         .unwrap();
     let first = iologs
         .iter()
-        .find(|p| iolog_ios(std::slice::from_ref(*p)).iter().any(|io| io.2 == "write"))
+        .find(|p| {
+            iolog_ios(std::slice::from_ref(*p))
+                .iter()
+                .any(|io| io.2 == "write")
+        })
         .unwrap();
     let want = iolog_ios(std::slice::from_ref(first));
     let out = sh(&format!(
@@ -236,8 +253,16 @@ fn issue30_trace_capture_records_dd_and_blkdiscard_in_both_formats() {
     let job = &v["jobs"][0];
     assert_eq!(job["error"], 0, "{out}");
     let n = |op: &str| want.iter().filter(|io| io.2 == op).count() as u64;
-    assert_eq!(job["read"]["total_ios"].as_u64().unwrap(), n("read"), "{out}");
-    assert_eq!(job["write"]["total_ios"].as_u64().unwrap(), n("write"), "{out}");
+    assert_eq!(
+        job["read"]["total_ios"].as_u64().unwrap(),
+        n("read"),
+        "{out}"
+    );
+    assert_eq!(
+        job["write"]["total_ios"].as_u64().unwrap(),
+        n("write"),
+        "{out}"
+    );
     assert!(n("write") > 0, "the first file holds writes");
 
     // The capture shows in `status`, and ends with the detach.
