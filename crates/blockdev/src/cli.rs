@@ -129,6 +129,18 @@ pub struct AttachArgs {
     /// Model raw bit errors, ECC, read retry and read disturb: on or off.
     #[arg(long, default_value = "off")]
     pub media_errors: String,
+    /// Capture every request the card serves (arrival, completion, ioMemory
+    /// device, op, offset, length) into this existing directory, as fio
+    /// iolog v3 (trace.NNN.iolog) and blkparse text (trace.NNN.blkparse);
+    /// `vsl trace stop|start` switch it off and on while attached.
+    #[arg(long, value_name = "DIR")]
+    pub trace: Option<PathBuf>,
+    /// Start a new trace file when one reaches this size (e.g. 256M, 1G).
+    #[arg(long, default_value = crate::capture::ROTATE_DEFAULT, value_name = "SIZE")]
+    pub trace_rotate: String,
+    /// Trace files to write: iolog, blkparse or both.
+    #[arg(long, default_value = "both")]
+    pub trace_format: String,
 }
 
 /// `vsl detach`: flush, detach and stop an attached card.
@@ -354,7 +366,7 @@ fn restore_one(rec: &AttachRecord) -> Result<()> {
     attach(a)
 }
 
-fn attach(a: AttachArgs) -> Result<()> {
+fn attach(mut a: AttachArgs) -> Result<()> {
     let store = a.store.clone().expect("clap requires --store");
     let timing = timing(&a.timing)?;
     let idle_poll = on_off("--idle-poll", a.idle_poll.as_str())?;
@@ -372,6 +384,14 @@ fn attach(a: AttachArgs) -> Result<()> {
     let prefault = on_off("--prefault", a.prefault.as_str())?;
     let recycle = on_off("--recycle", a.recycle.as_str())?;
     let path_trim = on_off("--path-trim", a.path_trim.as_str())?;
+    let trace = a
+        .trace
+        .as_deref()
+        .map(|dir| crate::capture::TraceOptions::new(dir, &a.trace_rotate, &a.trace_format))
+        .transpose()
+        .map_err(|e| anyhow!("{e}"))?;
+    // Recorded absolute, for `--restore`.
+    a.trace = trace.as_ref().map(|t| t.dir.clone());
     // Bad failure options are refused before anything needs root.
     {
         let spec = match (
@@ -427,6 +447,7 @@ fn attach(a: AttachArgs) -> Result<()> {
         recycle,
         record: Some(record),
         notify: a.foreground,
+        trace,
     };
     if a.foreground {
         crate::logging::init();

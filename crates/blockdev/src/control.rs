@@ -30,6 +30,10 @@ pub enum Command {
     Detach,
     /// An atomic write; its data follows the line on the socket.
     Atomic(AtomicRequest),
+    /// `trace-start {JSON}`: capture every request ([`crate::capture`]).
+    TraceStart(crate::capture::TraceOptions),
+    /// `trace-stop`.
+    TraceStop,
 }
 
 /// Why a request was refused.
@@ -40,10 +44,12 @@ pub enum ControlError {
     TooLong,
     #[error("request is not UTF-8")]
     NotUtf8,
-    #[error("empty request (expected status, detach or atomic)")]
+    #[error("empty request (expected status, detach, atomic, trace-start or trace-stop)")]
     Empty,
-    #[error("unknown command '{0}' (expected status, detach or atomic)")]
+    #[error("unknown command '{0}' (expected status, detach, atomic, trace-start or trace-stop)")]
     Unknown(String),
+    #[error("malformed trace-start request: {0}")]
+    Trace(String),
     #[error("malformed atomic request: {0}")]
     Atomic(String),
     #[error("reading the request: {0}")]
@@ -85,7 +91,7 @@ pub fn check_message(data: &[u8]) {
             );
             assert!(req.bytes() <= crate::atomic::BYTES_MAX);
         }
-        Ok(Command::Status | Command::Detach) => {}
+        Ok(Command::Status | Command::Detach | Command::TraceStart(_) | Command::TraceStop) => {}
         Err(e) => {
             let reply = e.reply();
             assert!(reply.starts_with("error "), "{reply}");
@@ -145,6 +151,10 @@ pub fn parse(line: &[u8]) -> Result<Command, ControlError> {
         ("status", "") => Ok(Command::Status),
         ("detach", "") => Ok(Command::Detach),
         ("atomic", json) => AtomicRequest::parse(json).map(Command::Atomic),
+        ("trace-stop", "") => Ok(Command::TraceStop),
+        ("trace-start", json) => serde_json::from_str(json)
+            .map(Command::TraceStart)
+            .map_err(|e| ControlError::Trace(e.to_string())),
         _ => Err(ControlError::Unknown(echo(text))),
     }
 }
@@ -274,6 +284,17 @@ mod tests {
         assert_eq!(read_then_parse(b"status\n"), Ok(Command::Status));
         assert_eq!(read_then_parse(b"  detach \r\n"), Ok(Command::Detach));
         assert_eq!(read_then_parse(b"status"), Ok(Command::Status));
+        assert_eq!(read_then_parse(b"trace-stop\n"), Ok(Command::TraceStop));
+        assert_eq!(
+            read_then_parse(
+                b"trace-start {\"dir\":\"/t\",\"rotate_bytes\":4096,\"format\":\"both\"}\n"
+            ),
+            Ok(Command::TraceStart(crate::capture::TraceOptions {
+                dir: "/t".into(),
+                rotate_bytes: 4096,
+                format: crate::capture::TraceFormat::Both
+            }))
+        );
         let c = read_then_parse(
             b"atomic {\"member\":0,\"writes\":[[0,4096]],\"trims\":[[8192,4096]]}\nDATA",
         )
@@ -364,6 +385,10 @@ mod tests {
                 "malformed atomic request",
             ),
             (long_string.into_bytes(), "invalid type: string"),
+            (b"trace-start\n".to_vec(), "malformed trace-start request"),
+            (b"trace-start {\"dir\":1}\n".to_vec(), "malformed trace-start request"),
+            (b"trace-start {\"dir\":\"/t\",\"rotate_bytes\":1,\"format\":\"csv\"}\n".to_vec(), "unknown variant"),
+            (b"trace-stop now\n".to_vec(), "unknown command"),
         ];
         for (input, want) in &cases {
             let shown = String::from_utf8_lossy(&input[..input.len().min(80)]).into_owned();

@@ -144,6 +144,8 @@ pub struct DaemonConfig {
     pub record: Option<AttachRecord>,
     /// Tell a service manager (`sd_notify`) when stopping.
     pub notify: bool,
+    /// Capture every request from attach on (`--trace`, [`crate::capture`]).
+    pub trace: Option<crate::capture::TraceOptions>,
 }
 
 /// `--fuse-uring`.
@@ -503,6 +505,8 @@ pub struct Daemon {
     notify: bool,
     /// `detach` was asked for (rather than a signal): the record goes.
     detach_requested: bool,
+    /// Trace capture (`--trace`, `vsl trace`).
+    capture: Arc<crate::capture::Capture>,
 }
 
 /// Most atomic writes served at once; more are refused with `busy` (each
@@ -576,7 +580,10 @@ impl Daemon {
                 }
             },
         };
-        let fs = CardFs::new(engines.clone(), timer.clone(), want_uring);
+        let capture =
+            crate::capture::Capture::start_writer().context("starting the trace writer")?;
+        let fs =
+            CardFs::new(engines.clone(), timer.clone(), want_uring).with_capture(capture.clone());
         let ring_fs = fs.clone();
         let mnt = dir.join("mnt");
         let mut fcfg = fuser::Config::default();
@@ -629,6 +636,7 @@ impl Daemon {
             record: cfg.record.clone(),
             notify: cfg.notify,
             detach_requested: false,
+            capture,
         };
         if want_uring {
             // Once negotiated, the kernel holds every request until the
@@ -687,6 +695,12 @@ impl Daemon {
             }
         }
         d.state = state;
+        if let Some(t) = cfg.trace.clone() {
+            if let Err(why) = d.capture.start(t, d.trace_devices()) {
+                d.shutdown();
+                bail!("{why}");
+            }
+        }
         let text = serde_json::to_string_pretty(&d.state)?;
         std::fs::write(dir.join("state.json"), text + "\n")?;
         // Started last, once everything else is up.
@@ -732,6 +746,15 @@ impl Daemon {
 
     pub fn state(&self) -> &AttachState {
         &self.state
+    }
+
+    /// The loop devices a trace names.
+    fn trace_devices(&self) -> Vec<crate::capture::TraceDevice> {
+        self.state
+            .devices
+            .iter()
+            .map(|d| crate::capture::TraceDevice::of(d.member, &d.loop_device))
+            .collect()
     }
 
     /// Serves the control socket until `detach` or a signal.
@@ -826,8 +849,30 @@ impl Daemon {
             }
         };
         match cmd {
+            control::Command::TraceStart(opts) => {
+                let reply = match self.capture.start(opts, self.trace_devices()) {
+                    Ok(()) => "ok".to_string(),
+                    Err(why) => format!("error {}", control::one_line(&why)),
+                };
+                let _ = writeln!(w, "{reply}");
+                false
+            }
+            control::Command::TraceStop => {
+                let was = self.capture.stop();
+                let st = self.capture.status();
+                let reply = match (&st.error, was) {
+                    (Some(e), _) => {
+                        format!("error the capture had failed: {}", control::one_line(e))
+                    }
+                    (None, false) => "error not capturing".to_string(),
+                    (None, true) => "ok".to_string(),
+                };
+                let _ = writeln!(w, "{reply}");
+                false
+            }
             control::Command::Status => {
-                let s = sampler.report(&self.state, &self.engines);
+                let mut s = sampler.report(&self.state, &self.engines);
+                s.trace = Some(self.capture.status());
                 let _ = writeln!(w, "{}", serde_json::to_string(&s).unwrap_or_default());
                 false
             }
@@ -899,6 +944,8 @@ impl Daemon {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+        // The loop devices are gone: every request is answered.
+        self.capture.shutdown();
         self.warm_stop.store(true, Ordering::SeqCst);
         for h in self.warmers.drain(..) {
             let _ = h.join();

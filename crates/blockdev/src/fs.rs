@@ -79,6 +79,9 @@ pub struct CardFs {
     /// The `/dev/fuse` transport's flush thread, started at the first
     /// flush (see [`Filesystem::fsync`]).
     flusher: Arc<std::sync::OnceLock<Option<FlushThread>>>,
+    /// Trace capture ([`crate::capture`]): every served request is handed
+    /// to it (it drops them at once while off).
+    capture: Option<Arc<crate::capture::Capture>>,
 }
 
 impl CardFs {
@@ -94,6 +97,43 @@ impl CardFs {
             uring: Arc::new(std::sync::atomic::AtomicBool::new(uring)),
             inited: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             flusher: Default::default(),
+            capture: None,
+        }
+    }
+
+    /// Hands every served request to `capture` ([`crate::capture`]).
+    pub fn with_capture(mut self, capture: Arc<crate::capture::Capture>) -> CardFs {
+        self.capture = Some(capture);
+        self
+    }
+
+    /// The capture, while it captures (so that the request path clones
+    /// nothing while it is off).
+    #[inline]
+    fn capturing(&self) -> Option<Arc<crate::capture::Capture>> {
+        self.capture.as_ref().filter(|c| c.capturing()).cloned()
+    }
+
+    /// Hands one served request to the capture, if any.
+    #[inline]
+    fn trace(
+        &self,
+        member: u32,
+        op: crate::capture::TraceOp,
+        span: (u64, u64),
+        received: Instant,
+        errno: i32,
+    ) {
+        if let Some(c) = &self.capture {
+            c.record(|| crate::capture::TraceRecord {
+                member,
+                op,
+                offset: span.0,
+                len: span.1,
+                arrival: received,
+                completion: Instant::now(),
+                errno,
+            });
         }
     }
 
@@ -194,7 +234,7 @@ impl CardFs {
         }
         let len = room.min(cap - offset) as usize;
         let result = e.read_into(offset, &mut buf.as_mut()[..len]);
-        self.complete(e, result, false, received, move |r| {
+        self.complete(e, result, (offset, len as u64), false, received, move |r| {
             answer(buf, r.map(|()| len))
         });
     }
@@ -219,7 +259,9 @@ impl CardFs {
         self.busy.fetch_add(1, Ordering::AcqRel);
         let n = data.len() as u32;
         let result = e.write(offset, data);
-        self.complete(e, result, true, received, move |r| answer(r.map(|()| n)));
+        self.complete(e, result, (offset, n as u64), true, received, move |r| {
+            answer(r.map(|()| n))
+        });
     }
 
     /// Serves an fsync (flush / FUA of the loop device above).
@@ -233,6 +275,15 @@ impl CardFs {
         let received = Instant::now();
         let r = e.flush();
         e.counters.record_flush(received.elapsed());
+        let errno_of = |err: &crate::engine::EngineError| err.errno();
+        let code = r.as_ref().err().map_or(0, errno_of);
+        self.trace(
+            e.member,
+            crate::capture::TraceOp::Flush,
+            (0, 0),
+            received,
+            code,
+        );
         r.map_err(|err| {
             let n = e
                 .counters
@@ -264,15 +315,35 @@ impl CardFs {
         if mode & punch != punch && mode & libc::FALLOC_FL_ZERO_RANGE == 0 {
             return answer(Err(Errno::EOPNOTSUPP));
         }
+        let received = Instant::now();
+        let discard = crate::capture::TraceOp::Discard;
         match e.trim(offset, length) {
             Ok(done) => {
-                let ack: crate::timer::Ack = Box::new(move |_| answer(Ok(())));
+                let (member, capture) = (e.member, self.capturing());
+                let ack: crate::timer::Ack = Box::new(move |_| {
+                    answer(Ok(()));
+                    if let Some(c) = capture {
+                        c.record(|| crate::capture::TraceRecord {
+                            member,
+                            op: discard,
+                            offset,
+                            len: length,
+                            arrival: received,
+                            completion: Instant::now(),
+                            errno: 0,
+                        });
+                    }
+                });
                 match e.wait_for(done) {
                     Some(at) => self.defer(at, ack),
                     None => ack(Instant::now()),
                 }
             }
-            Err(err) => answer(Err(errno(&err))),
+            Err(err) => {
+                let code = err.errno();
+                answer(Err(errno(&err)));
+                self.trace(e.member, discard, (offset, length), received, code);
+            }
         }
     }
 
@@ -302,19 +373,37 @@ impl CardFs {
         &self,
         e: Arc<Engine>,
         result: Result<crate::engine::Completion, crate::engine::EngineError>,
+        span: (u64, u64),
         is_write: bool,
         received: Instant,
         answer: impl FnOnce(Result<(), Errno>) + Send + 'static,
     ) {
         let busy = self.busy.clone();
         let served = Instant::now();
+        let op = if is_write {
+            crate::capture::TraceOp::Write
+        } else {
+            crate::capture::TraceOp::Read
+        };
         match result {
             Ok(done) => {
                 let wait = e.wait_for(done);
+                let capture = self.capturing();
                 let ack: crate::timer::Ack = Box::new(move |now| {
                     answer(Ok(()));
                     busy.fetch_sub(1, Ordering::AcqRel);
                     e.counters.record(is_write, received, served, now, done);
+                    if let Some(c) = capture {
+                        c.record(|| crate::capture::TraceRecord {
+                            member: e.member,
+                            op,
+                            offset: span.0,
+                            len: span.1,
+                            arrival: received,
+                            completion: now,
+                            errno: 0,
+                        });
+                    }
                 });
                 match wait {
                     Some(at) => self.defer(at, ack),
@@ -336,8 +425,10 @@ impl CardFs {
                         n + 1
                     );
                 }
+                let code = err.errno();
                 answer(Err(errno(&err)));
                 busy.fetch_sub(1, Ordering::AcqRel);
+                self.trace(e.member, op, span, received, code);
             }
         }
     }

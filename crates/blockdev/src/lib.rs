@@ -34,6 +34,7 @@
 //! time is read only here.
 
 pub mod atomic;
+pub mod capture;
 pub mod cli;
 pub mod control;
 pub mod daemon;
@@ -46,6 +47,7 @@ pub mod recycle;
 pub mod status;
 pub mod store;
 pub mod timer;
+pub mod trace_cli;
 pub mod trim;
 pub mod uring;
 pub mod wakeup;

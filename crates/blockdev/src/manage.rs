@@ -131,6 +131,9 @@ pub struct DeviceStatus {
     /// devices only).
     #[serde(default)]
     pub latency_histogram: Option<LatencyHistogram>,
+    /// The card's trace capture (attached devices only; `vsl trace`).
+    #[serde(default)]
+    pub trace: Option<crate::capture::TraceStatus>,
 }
 
 /// What `vsl status --json` prints.
@@ -297,6 +300,7 @@ pub fn device_status(dir: &Path) -> Result<Vec<DeviceStatus>> {
             live: interval,
             free_space_pct: free,
             latency_histogram: hist,
+            trace: report.as_ref().and_then(|r| r.trace.clone()),
         });
     }
     Ok(out)

@@ -198,6 +198,9 @@ pub struct StatusReport {
     pub timing: String,
     pub uptime_s: f64,
     pub members: Vec<MemberStatus>,
+    /// Trace capture ([`crate::capture`]); absent from older daemons.
+    #[serde(default)]
+    pub trace: Option<crate::capture::TraceStatus>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -371,6 +374,7 @@ impl Sampler {
             timing: format!("{:?}", st.timing).to_lowercase(),
             uptime_s: self.started.elapsed().as_secs_f64(),
             members,
+            trace: None,
         }
     }
 }

@@ -92,6 +92,9 @@ fn status_json_matches_the_documented_schema() {
     let hist = serde_json::to_value(blockdev::manage::LatencyHistogram::default()).unwrap();
     check(&doc, "latency_histogram", &hist);
     assert!(d["latency_histogram"].is_null(), "detached: no histogram");
+    let trace = serde_json::to_value(blockdev::capture::TraceStatus::default()).unwrap();
+    check(&doc, "trace", &trace);
+    assert!(d["trace"].is_null(), "detached: no trace capture");
     check(&doc, "run", &v["runs"][0]);
     check(&doc, "point", &v["runs"][0]["points"][0]);
     let _ = std::fs::remove_dir_all(&dir);

@@ -43,6 +43,8 @@ pub enum Command {
     /// Apply writes (--write OFFSET:FILE) and trims (--trim OFFSET:LEN) to an attached card all-or-nothing.
     #[cfg(feature = "attach")]
     Atomic(blockdev::atomic::AtomicArgs),
+    /// Capture the requests an attached card serves as fio iolog and blkparse text (start DIR, stop, status).
+    Trace(blockdev::trace_cli::TraceArgs),
     /// Status of a store, every attached card and every running simulation (-a: every field, --json).
     #[cfg(feature = "attach")]
     Status(blockdev::manage::StatusArgs),

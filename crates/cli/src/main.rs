@@ -35,6 +35,7 @@ fn main() {
         args::Command::Attach(a) => blockdev::cli::run_attach(*a),
         args::Command::Detach(a) => blockdev::cli::run_detach(a),
         args::Command::Atomic(a) => blockdev::atomic::run_atomic(a),
+        args::Command::Trace(a) => blockdev::trace_cli::run_trace(a),
         args::Command::Status(a) => blockdev::manage::run_status(a),
         args::Command::Format(a) => blockdev::manage::run_format(a),
         args::Command::Erase(a) => blockdev::manage::run_erase(a),

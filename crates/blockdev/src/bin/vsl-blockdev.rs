@@ -24,6 +24,8 @@ enum Command {
     Status(StatusArgs),
     /// Apply writes and trims to an attached card all-or-nothing.
     Atomic(blockdev::atomic::AtomicArgs),
+    /// Capture the requests an attached card serves (start DIR, stop, status).
+    Trace(blockdev::trace_cli::TraceArgs),
 }
 
 fn main() {
@@ -41,6 +43,7 @@ fn main() {
         Command::Detach(a) => run_detach(a),
         Command::Status(a) => run_status(a),
         Command::Atomic(a) => blockdev::atomic::run_atomic(a),
+        Command::Trace(a) => blockdev::trace_cli::run_trace(a),
     };
     if let Err(e) = result {
         eprintln!("vsl: error: {e:#}");
