@@ -12,7 +12,7 @@ use crate::engine::Timing;
 use crate::record::{self, AttachRecord, RECORD_VERSION};
 use crate::status::StatusReport;
 use crate::store::{CardSpec, Store, StoreHeader};
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser};
 /// The card options are parsed by `device` for every command.
 pub use device::spec::{card_config, on_off, parse_fail_die, set_reliability};

@@ -44,6 +44,7 @@ pub enum Command {
     #[cfg(feature = "attach")]
     Atomic(blockdev::atomic::AtomicArgs),
     /// Capture the requests an attached card serves as fio iolog and blkparse text (start DIR, stop, status).
+    #[cfg(feature = "attach")]
     Trace(blockdev::trace_cli::TraceArgs),
     /// Status of a store, every attached card and every running simulation (-a: every field, --json).
     #[cfg(feature = "attach")]
