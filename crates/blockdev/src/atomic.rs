@@ -12,8 +12,8 @@
 //! or `error MESSAGE`.
 
 use crate::control::AtomicRequest;
-use crate::daemon::AttachState;
 use crate::engine::Engine;
+use crate::state::AttachState;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -24,12 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use workload::units::parse_size;
 
-/// Most ranges (writes and trims together) in one atomic write.
-pub const OPS_MAX: usize = crate::store::ATOMIC_TRIMS_MAX;
-/// Most bytes one atomic write may carry over the socket (the card's
-/// power-cut-protected write buffer, usually smaller, is the real limit
-/// and refuses larger groups itself).
-pub const BYTES_MAX: u64 = 64 << 20;
+pub use crate::control::{BYTES_MAX, OPS_MAX};
 
 /// One element of an atomic write; offsets and lengths in bytes, sector
 /// aligned, within the device, not overlapping one another.
@@ -229,7 +224,7 @@ fn member_of(a: &AtomicArgs, st: &AttachState) -> Result<u32> {
 /// `vsl atomic`.
 pub fn run_atomic(a: AtomicArgs) -> Result<()> {
     let ops = ops_of(&a)?;
-    let states = crate::cli::select(Some(&a.device))?;
+    let states = crate::state::select(Some(&a.device))?;
     let Some(st) = states.first() else {
         bail!("{} is not attached", a.device);
     };

@@ -4,12 +4,12 @@
 //! managers), [`DetachArgs`] / [`run_detach`] (`vsl detach`) and
 //! [`StatusArgs`] / [`run_status`] (`vsl status`).
 
-use crate::daemon::{
-    self, control, device_busy, list_states, mounted_at, name_for_store, orphans, stop_orphan,
-    AttachState, Daemon, DaemonConfig, Orphan,
-};
+use crate::daemon::{self, control, device_busy, mounted_at, stop_orphan, Daemon, DaemonConfig};
 use crate::engine::Timing;
 use crate::record::{self, AttachRecord, RECORD_VERSION};
+use crate::state::{
+    list_states, name_for_store, orphans, select, select_with_orphans, AttachState,
+};
 use crate::status::StatusReport;
 use crate::store::{CardSpec, Store, StoreHeader};
 use anyhow::{anyhow, bail, Context, Result};
@@ -583,55 +583,6 @@ fn list() -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The live attachments `sel` names (a loop device, store or name).
-pub(crate) fn select(sel: Option<&str>) -> Result<Vec<AttachState>> {
-    let (found, orphans) = select_with_orphans(sel)?;
-    let (live, dead): (Vec<_>, Vec<_>) = found.into_iter().partition(|s| s.alive());
-    if live.is_empty() {
-        if let Some(o) = orphans.first() {
-            bail!(
-                "{} lost its state file (deleted by hand?): `vsl detach` cleans it up",
-                o.mountpoint.display()
-            );
-        }
-        if let Some(d) = dead.first() {
-            bail!(
-                "the daemon of {} (pid {}) is gone (crashed?): re-attach the store to recover it, or `vsl detach` to clean up",
-                d.store.display(),
-                d.pid
-            );
-        }
-    }
-    Ok(live)
-}
-
-/// The attachments (live, or left by a daemon that died) and the orphans
-/// `sel` names (all without `sel`).
-fn select_with_orphans(sel: Option<&str>) -> Result<(Vec<AttachState>, Vec<Orphan>)> {
-    let all = list_states();
-    let orphans = orphans();
-    let Some(sel) = sel else {
-        return Ok((all, orphans));
-    };
-    let store = std::fs::canonicalize(sel).ok();
-    let found: Vec<_> = all
-        .into_iter()
-        .filter(|s| {
-            s.name == sel
-                || Some(&s.store) == store.as_ref()
-                || s.devices.iter().any(|d| d.loop_device == sel)
-        })
-        .collect();
-    let orphans: Vec<_> = orphans
-        .into_iter()
-        .filter(|o| o.name == sel || o.loop_devices.iter().any(|d| d == sel))
-        .collect();
-    if found.is_empty() && orphans.is_empty() {
-        bail!("{sel} is not an attached openvsl device (see vsl attach --list)");
-    }
-    Ok((found, orphans))
 }
 
 /// Refuses to detach a loop device that is mounted or held open.

@@ -17,8 +17,15 @@ use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Read};
 use std::os::unix::net::UnixStream;
 
+/// Most ranges (writes and trims together) in one atomic write.
+pub const OPS_MAX: usize = crate::store::ATOMIC_TRIMS_MAX;
+/// Most bytes one atomic write may carry over the socket (the card's
+/// power-cut-protected write buffer, usually smaller, is the real limit
+/// and refuses larger groups itself).
+pub const BYTES_MAX: u64 = 64 << 20;
+
 /// Longest request line accepted, newline included. An atomic request of
-/// [`crate::atomic::OPS_MAX`] ranges with 20-digit numbers takes ~44 KiB.
+/// [`OPS_MAX`] ranges with 20-digit numbers takes ~44 KiB.
 pub const LINE_BYTES_MAX: usize = 128 << 10;
 /// Most characters of a peer's input echoed back in an error.
 const ECHO_CHARS_MAX: usize = 64;
@@ -89,7 +96,7 @@ pub fn check_message(data: &[u8]) {
                 req.check().is_ok(),
                 "an accepted atomic request fails its check"
             );
-            assert!(req.bytes() <= crate::atomic::BYTES_MAX);
+            assert!(req.bytes() <= BYTES_MAX);
         }
         Ok(Command::Status | Command::Detach | Command::TraceStart(_) | Command::TraceStop) => {}
         Err(e) => {
@@ -170,7 +177,7 @@ pub struct AtomicRequest {
 
 impl AtomicRequest {
     /// Parses and checks the shape: at least one range, at most
-    /// [`crate::atomic::OPS_MAX`], at most [`crate::atomic::BYTES_MAX`]
+    /// [`OPS_MAX`], at most [`BYTES_MAX`]
     /// written, no overlap. Bounds and alignment are the device's to check.
     pub fn parse(json: &str) -> Result<AtomicRequest, ControlError> {
         if json.is_empty() {
@@ -195,10 +202,10 @@ impl AtomicRequest {
         if ranges == 0 {
             return Err("an atomic write needs at least one write or trim".into());
         }
-        if ranges > crate::atomic::OPS_MAX {
+        if ranges > OPS_MAX {
             return Err(format!(
                 "{ranges} ranges in one atomic write; at most {}",
-                crate::atomic::OPS_MAX
+                OPS_MAX
             ));
         }
         let bytes = self
@@ -206,10 +213,10 @@ impl AtomicRequest {
             .iter()
             .try_fold(0u64, |a, w| a.checked_add(w.1))
             .ok_or("write lengths overflow")?;
-        if bytes > crate::atomic::BYTES_MAX {
+        if bytes > BYTES_MAX {
             return Err(format!(
                 "{bytes} bytes in one atomic write; at most {}",
-                crate::atomic::BYTES_MAX
+                BYTES_MAX
             ));
         }
         let mut all: Vec<(u64, u64)> = self.writes.iter().chain(&self.trims).copied().collect();

@@ -10,7 +10,7 @@
 //!   keep the lifetime counters, wear and temperature history.
 
 use crate::cli::{card_config, fetch_status};
-use crate::daemon::{list_states, name_for_store, AttachState};
+use crate::state::{list_states, name_for_store, AttachState};
 use crate::status::Interval;
 pub use crate::status::LatencyHistogram;
 use crate::store::{lock_store, Lifetime, Store, StoreHeader, STORE_VERSION};
@@ -333,7 +333,7 @@ fn offline_health(
 
 /// Every attached card's stores (live daemons), deduplicated.
 fn attached_stores() -> Result<Vec<PathBuf>> {
-    let mut v: Vec<PathBuf> = crate::cli::select(None)?
+    let mut v: Vec<PathBuf> = crate::state::select(None)?
         .into_iter()
         .map(|s| s.store)
         .collect();

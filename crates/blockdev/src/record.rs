@@ -34,7 +34,7 @@ pub fn records_dir() -> PathBuf {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct AttachRecord {
     pub version: u32,
-    /// The attachment's name ([`crate::daemon::name_for_store`]).
+    /// The attachment's name ([`crate::state::name_for_store`]).
     pub name: String,
     /// The store directory (canonical).
     pub store: PathBuf,

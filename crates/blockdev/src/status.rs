@@ -3,8 +3,8 @@
 //! control socket's `status` command returns (JSON) for `vsl status` and the
 //! dashboard.
 
-use crate::daemon::AttachState;
 use crate::engine::Engine;
+use crate::state::AttachState;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering::Relaxed;

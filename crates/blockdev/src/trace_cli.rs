@@ -5,7 +5,8 @@
 //! the only attached card.
 
 use crate::capture::{TraceOptions, TraceStatus};
-use crate::daemon::{control, AttachState};
+use crate::daemon::control;
+use crate::state::AttachState;
 use anyhow::{anyhow, bail, Result};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -50,7 +51,7 @@ pub enum TraceAction {
 
 /// The one attached card `card` names (or the only one attached).
 fn one_card(card: Option<&str>) -> Result<AttachState> {
-    let mut live = crate::cli::select(card)?;
+    let mut live = crate::state::select(card)?;
     match (live.len(), card) {
         (1, _) => Ok(live.remove(0)),
         (0, _) => bail!("no card attached"),

@@ -23,7 +23,7 @@
 //! 100 ms), and a mean over a window is then set by a few of them (a trial
 //! led ordinary writes by 105-440 µs at 4 and 16 threads).
 
-use crate::engine::Counters;
+use crate::counters::Counters;
 use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
