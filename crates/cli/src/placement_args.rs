@@ -35,7 +35,13 @@ fn parse_range(s: &str) -> Result<(u64, u64), String> {
         .split_once('-')
         .ok_or_else(|| "expected START-END, e.g. 0-64G".to_string())?;
     // parse_size wants a positive size; a stream may start at 0.
-    let size = |t: &str| if t.trim() == "0" { Ok(0) } else { parse_size(t.trim()) };
+    let size = |t: &str| {
+        if t.trim() == "0" {
+            Ok(0)
+        } else {
+            parse_size(t.trim())
+        }
+    };
     let a = size(a)?;
     let b = size(b)?;
     if a >= b {
@@ -50,14 +56,21 @@ mod tests {
 
     #[test]
     fn spellings() {
-        assert_eq!(parse_placement("single", &[]).unwrap(), PlacementSpec::Single);
+        assert_eq!(
+            parse_placement("single", &[]).unwrap(),
+            PlacementSpec::Single
+        );
         assert_eq!(
             parse_placement("streams", &["0-1M".into(), "2M-4M".into()]).unwrap(),
             PlacementSpec::Streams(vec![(0, 1 << 20), (2 << 20, 4 << 20)])
         );
         for (name, streams, want) in [
             ("warm", vec![], "unknown placement"),
-            ("streams", vec!["0-2M".to_string(), "1M-3M".to_string()], "overlap"),
+            (
+                "streams",
+                vec!["0-2M".to_string(), "1M-3M".to_string()],
+                "overlap",
+            ),
             ("streams", vec!["4M-1M".to_string()], "empty"),
             ("streams", vec!["x".to_string()], "START-END"),
             ("streams", vec!["0-0".to_string()], "empty"),

@@ -52,14 +52,21 @@ fn wa(v: &serde_json::Value) -> f64 {
 #[test]
 fn hot_cold_and_streams_separate_skewed_traffic() {
     let single = run(&[], "1", "single.json");
-    assert!(single["device"].get("placement").is_none(), "single is the default and unnamed");
+    assert!(
+        single["device"].get("placement").is_none(),
+        "single is the default and unnamed"
+    );
     let hc = run(&["--placement", "hot-cold"], "1", "hc.json");
     assert_eq!(hc["device"]["placement"], "hot-cold");
     let capacity = single["device"]["capacity_bytes"].as_u64().unwrap();
     // The hot zone: the first 10 % of the device, on a 4 KiB boundary.
     let hot_end = capacity / 10 / 4096 * 4096;
     let stream = format!("0-{hot_end}");
-    let st = run(&["--placement", "streams", "--stream", &stream], "1", "st.json");
+    let st = run(
+        &["--placement", "streams", "--stream", &stream],
+        "1",
+        "st.json",
+    );
     assert_eq!(st["device"]["placement"], "streams");
     let (ws, wh, wt) = (wa(&single), wa(&hc), wa(&st));
     println!("WA single {ws:.3} hot-cold {wh:.3} streams {wt:.3}");
@@ -80,7 +87,15 @@ fn bad_placements_are_one_line_errors() {
         (&["run", "--placement", "warm"], "unknown placement 'warm'"),
         (&["run", "--placement", "streams"], "at least one --stream"),
         (
-            &["run", "--placement", "streams", "--stream", "0-2G", "--stream", "1G-3G"],
+            &[
+                "run",
+                "--placement",
+                "streams",
+                "--stream",
+                "0-2G",
+                "--stream",
+                "1G-3G",
+            ],
             "overlap",
         ),
         (
@@ -88,10 +103,21 @@ fn bad_placements_are_one_line_errors() {
             "beyond the card",
         ),
         (
-            &["run", "--placement", "streams", "--stream", "0-1536K", "--scale", "0.01"],
+            &[
+                "run",
+                "--placement",
+                "streams",
+                "--stream",
+                "0-1536K",
+                "--scale",
+                "0.01",
+            ],
             "stripe",
         ),
-        (&["run", "--placement", "streams", "--stream", "5G"], "START-END"),
+        (
+            &["run", "--placement", "streams", "--stream", "5G"],
+            "START-END",
+        ),
         (
             &["run", "--placement", "hot-cold", "--stream", "0-1G"],
             "--stream is for",
@@ -102,7 +128,15 @@ fn bad_placements_are_one_line_errors() {
             "unknown placement",
         ),
         (
-            &["run", "--placement", "hot-cold", "--fail-die", "3", "--scale", "0.01"],
+            &[
+                "run",
+                "--placement",
+                "hot-cold",
+                "--fail-die",
+                "3",
+                "--scale",
+                "0.01",
+            ],
             "Flashback",
         ),
     ];

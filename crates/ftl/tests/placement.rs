@@ -83,21 +83,27 @@ fn a_placement_from_outside_the_crate_separates_the_zones() {
     assert_eq!(pools.len(), 2);
     // The hot pool gets more spare than its data's share: its target
     // exceeds its data by a larger fraction than the cold pool's.
-    let spare = |i: usize| {
-        1.0 - pools[i].valid_sectors as f64 / (pools[i].target_units * 256.0)
-    };
+    let spare = |i: usize| 1.0 - pools[i].valid_sectors as f64 / (pools[i].target_units * 256.0);
     assert!(spare(0) > spare(1), "{pools:?}");
-    assert!(halves < 0.8 * single, "separating the zones: WA {halves} vs {single}");
+    assert!(
+        halves < 0.8 * single,
+        "separating the zones: WA {halves} vs {single}"
+    );
 }
 
 #[test]
 fn hot_cold_learns_the_zones_without_an_oracle() {
     let (single, _) = wa(None, 2);
-    let hc = PlacementSpec::HotCold.build(card(256, 0.2, GcMode::Legacy).user_sectors).unwrap();
+    let hc = PlacementSpec::HotCold
+        .build(card(256, 0.2, GcMode::Legacy).user_sectors)
+        .unwrap();
     let (hot_cold, vsl) = wa(Some(hc), 2);
     println!("WA single {single:.3}, hot-cold {hot_cold:.3}");
     assert_eq!(vsl.placement_name(), "hot-cold");
-    assert!(hot_cold < 0.8 * single, "hot-cold WA {hot_cold} vs single {single}");
+    assert!(
+        hot_cold < 0.8 * single,
+        "hot-cold WA {hot_cold} vs single {single}"
+    );
 }
 
 /// Random writes, trims and reads on every built-in placement and both GC
@@ -161,7 +167,8 @@ fn built_ins_keep_the_map_consistent() {
 fn placement_is_refused_where_one_frontier_is_assumed() {
     let cfg = card(64, 0.25, GcMode::Legacy);
     let mut vsl = Vsl::new(cfg.clone()).unwrap();
-    vsl.enable_reliability(ftl::ReliabilityConfig::default()).unwrap();
+    vsl.enable_reliability(ftl::ReliabilityConfig::default())
+        .unwrap();
     let e = vsl
         .set_placement(PlacementSpec::HotCold.build(cfg.user_sectors).unwrap())
         .unwrap_err();

@@ -372,8 +372,14 @@ mod tests {
                 }
             }
         }
-        assert!(hot_right * 100 > hot * 95, "hot classified hot {hot_right} of {hot}");
-        assert!(cold_right * 100 > cold * 95, "cold classified cold {cold_right} of {cold}");
+        assert!(
+            hot_right * 100 > hot * 95,
+            "hot classified hot {hot_right} of {hot}"
+        );
+        assert!(
+            cold_right * 100 > cold * 95,
+            "cold classified cold {cold_right} of {cold}"
+        );
     }
 
     #[test]
