@@ -5,6 +5,13 @@
 # (Lambert W), with each ratio; exits non-zero if greedy is more than 5 %
 # off. WA_LEBS (default 4096 erase units of 256 sectors) and WA_SEED
 # (default 1) change the card and the write stream.
+# Then the hot/cold rows (issue 28): fio zoned:80/20:20/80 and
+# zoned:90/10:10/90 at 12/20/28 % spare, greedy victims: --placement
+# single next to an independent greedy simulator in the bench (target
+# within 10 %), hot-cold (online classifier, adaptive spare) within 15 %
+# of the best static two-pool split the bench finds by search, streams
+# (the hot zone as a stream) within 10 % of it; exits non-zero on a miss.
+# WA_HOTCOLD=0 skips them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo bench -q -p ftl --bench wa_table 2>/dev/null

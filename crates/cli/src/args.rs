@@ -26,7 +26,8 @@ pub enum Command {
     Devices(DevicesArgs),
     /// List the named workload profiles.
     Profiles,
-    /// List the GC victim policies (--gc-policy), one line each with its source.
+    /// List the GC victim policies (--gc-policy) and placement policies
+    /// (--placement), one line each with its source.
     Policies,
     /// Run the SYSTEM.md §4 validation table: model vs measured.
     Validate(ValidateArgs),
@@ -144,6 +145,16 @@ pub struct CardArgs {
     /// d-choices:D, fifo or windowed:W (see `vsl policies`).
     #[arg(long, default_value = "greedy")]
     pub gc_policy: String,
+    /// Data placement: single (one log), hot-cold (pools by update
+    /// frequency, learnt online) or streams (a pool per --stream range);
+    /// see `vsl policies`.
+    #[arg(long, default_value = "single")]
+    pub placement: String,
+    /// A host stream for --placement streams: START-END in bytes of the
+    /// card, e.g. 0-64G (repeatable; on a striped card, boundaries on the
+    /// stripe, e.g. 1 MiB on a Duo).
+    #[arg(long = "stream", value_name = "START-END")]
+    pub streams: Vec<String>,
     /// When GC runs: paced (grooming interleaved with host writes at a pace
     /// set by free space) or legacy (idle time plus stop-the-world).
     #[arg(long, default_value = "paced")]
@@ -343,6 +354,14 @@ pub struct ReviewArgs {
     /// (greedy, cost-benefit, d-choices:D, fifo, windowed:W; see `vsl policies`).
     #[arg(long, default_value = "greedy")]
     pub gc_policy: String,
+    /// Data placement of every modelled target: single, hot-cold or
+    /// streams (with --stream); see `vsl policies`.
+    #[arg(long, default_value = "single")]
+    pub placement: String,
+    /// A host stream for --placement streams: START-END in bytes, e.g.
+    /// 0-64G (repeatable).
+    #[arg(long = "stream", value_name = "START-END")]
+    pub streams: Vec<String>,
     /// No progress or summary (errors still go to stderr).
     #[arg(long, short)]
     pub quiet: bool,

@@ -74,5 +74,11 @@ pub fn policies() -> Result<()> {
     for p in ftl::POLICIES {
         println!("{:<13} {} [{}]", p.spelling, p.summary, p.source);
     }
+    for p in ftl::PLACEMENTS {
+        println!(
+            "{:<13} (--placement) {} [{}]",
+            p.spelling, p.summary, p.source
+        );
+    }
     Ok(())
 }

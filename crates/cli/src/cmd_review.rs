@@ -65,12 +65,14 @@ fn build_target(
     scale: f64,
     seed: u64,
     gc_policy: GcPolicy,
+    placement: &ftl::PlacementSpec,
 ) -> Result<Box<dyn ReviewTarget>> {
     if spec.starts_with("file:") || spec.starts_with("blockdev:") {
         return crate::realdev::review_target(spec);
     }
     let mut cfg = model_config(spec, scale, gc_policy)?;
     cfg.gc_seed = seed;
+    cfg.placement = placement.clone();
     Ok(Box::new(ModelTarget::new(spec, cfg)?))
 }
 
@@ -100,6 +102,7 @@ pub fn review(a: ReviewArgs) -> Result<()> {
         .gc_policy
         .parse()
         .map_err(|e: String| anyhow!("--gc-policy: {e}"))?;
+    let placement = crate::placement_args::parse_placement(&a.placement, &a.streams)?;
     plan.targets.extend(a.targets.iter().cloned());
     if plan.targets.is_empty() {
         bail!("no targets: give --target PRESET:FORMAT (e.g. iodrive-duo-640-mlc:stock) or file:PATH:SIZE, or a plan with targets");
@@ -119,7 +122,7 @@ pub fn review(a: ReviewArgs) -> Result<()> {
     let mut targets = Vec::new();
     let mut failed_to_open = Vec::new();
     for t in &plan.targets {
-        match build_target(t, plan.scale, plan.seed, gc_policy) {
+        match build_target(t, plan.scale, plan.seed, gc_policy, &placement) {
             Ok(target) => targets.push(target),
             Err(e) if realtime::Target::is_real(t) => failed_to_open.push(TargetResult {
                 label: t.clone(),

@@ -74,6 +74,7 @@ pub fn card_config(a: &CardArgs) -> Result<CardConfig> {
         s => bail!("--external-power: '{s}' (expected on or off)"),
     };
     device::set_reliability(&mut c, &a.fail_die, &a.flashback, &a.media_errors)?;
+    c.placement = crate::placement_args::parse_placement(&a.placement, &a.streams)?;
     Ok(c)
 }
 

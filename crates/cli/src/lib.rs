@@ -16,6 +16,7 @@ pub mod cmd_torture;
 pub mod cmd_validate;
 pub mod health_series;
 pub mod output;
+pub mod placement_args;
 pub mod realdev;
 pub mod review_report;
 pub mod sweep;

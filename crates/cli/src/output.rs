@@ -19,6 +19,9 @@ pub struct DeviceInfo {
     pub raw_bytes_per_member: u64,
     pub spare_factor: f64,
     pub gc_policy: ftl::GcPolicy,
+    /// Absent with the default single log (reports stay as before).
+    #[serde(skip_serializing_if = "ftl::PlacementSpec::is_single")]
+    pub placement: ftl::PlacementSpec,
     pub host_ram_bytes: u64,
 }
 
@@ -56,6 +59,7 @@ impl DeviceInfo {
             raw_bytes_per_member: f.geometry.raw_bytes(),
             spare_factor: f.spare_factor(),
             gc_policy: f.gc_policy,
+            placement: card.config.placement.clone(),
             host_ram_bytes: card.stats().host_ram_bytes,
         }
     }

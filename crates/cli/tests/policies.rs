@@ -63,7 +63,10 @@ fn policies_lists_every_policy_on_one_line_with_its_source() {
             "cost-benefit",
             "d-choices:D",
             "fifo",
-            "windowed:W"
+            "windowed:W",
+            "single",
+            "hot-cold",
+            "streams"
         ]
     );
     for l in &lines {

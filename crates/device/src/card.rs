@@ -2,7 +2,7 @@ use crate::flashback::{ranges, MediaReport, ReliabilityOptions};
 use crate::health::{Health, HealthReport, HealthState};
 use crate::preset::{Format, Preset};
 use crate::thermal::Environment;
-use ftl::{FtlConfig, FtlError, FtlStats, GcMode, GcPolicy, ReadPolicy, Vsl};
+use ftl::{FtlConfig, FtlError, FtlStats, GcMode, GcPolicy, PlacementSpec, ReadPolicy, Vsl};
 use serde::Serialize;
 use sim::{Nanos, Resource};
 
@@ -179,6 +179,10 @@ pub struct CardConfig {
     pub environment: Environment,
     /// Die failures (Flashback) and media errors; off by default.
     pub reliability: ReliabilityOptions,
+    /// Data placement (`--placement`); `Streams` ranges are card bytes
+    /// ([`crate::placement::member_placement`]).
+    #[serde(skip_serializing_if = "PlacementSpec::is_single")]
+    pub placement: PlacementSpec,
 }
 
 impl CardConfig {
@@ -199,6 +203,7 @@ impl CardConfig {
             track_sequence: false,
             environment: Environment::default(),
             reliability: ReliabilityOptions::default(),
+            placement: PlacementSpec::Single,
         }
     }
 
@@ -554,7 +559,7 @@ impl Card {
             )));
         }
         let ftl_cfg = config.ftl_config()?;
-        let members = member_ids
+        let mut members = member_ids
             .iter()
             .map(|&id| {
                 let mut cfg = ftl_cfg.clone();
@@ -573,6 +578,22 @@ impl Card {
             return Err(DeviceError::Config(
                 "striped capacity is smaller than one chunk".into(),
             ));
+        }
+        if !config.placement.is_single() {
+            let spec = crate::placement::member_placement(
+                &config.placement,
+                sector,
+                members.len() as u64,
+                chunk_sectors,
+                capacity_sectors,
+            )?;
+            for m in &mut members {
+                let p = spec.build(per_member).map_err(DeviceError::Config)?;
+                m.vsl.set_placement(p).map_err(|e| match e {
+                    FtlError::Config(msg) => DeviceError::Config(format!("--placement: {msg}")),
+                    e => e.into(),
+                })?;
+            }
         }
         Ok(Card {
             sector_bytes: config.sector_bytes,

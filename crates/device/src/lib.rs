@@ -21,6 +21,7 @@
 mod card;
 pub mod flashback;
 pub mod health;
+pub mod placement;
 mod preset;
 pub mod spec;
 pub mod thermal;

@@ -9,6 +9,9 @@
 //! `WA_LEBS` (default 4096 erase units of 256 sectors) and `WA_SEED`
 //! (default 1) change the card and the write stream.
 
+#[path = "wa_table/hot_cold.rs"]
+mod hot_cold;
+
 use ftl::{greedy_wa_limit, FtlConfig, GcPolicy, Vsl};
 use sim::{Nanos, Prng};
 
@@ -113,8 +116,121 @@ fn main() {
         "greedy: within {:.1} % of the analytic limit at every spare factor (target 5 %)",
         worst_greedy * 100.0
     );
+    let mut failed = false;
     if worst_greedy > 0.05 {
         eprintln!("wa_table: greedy is more than 5 % off the analytic limit");
+        failed = true;
+    }
+    if std::env::var("WA_HOTCOLD").as_deref() != Ok("0") {
+        failed |= !hot_cold_rows(lebs, seed, workers);
+    }
+    if failed {
         std::process::exit(1);
     }
+}
+
+/// The hot/cold rows ([`hot_cold`]); false when a target is missed.
+fn hot_cold_rows(lebs: u32, seed: u64, workers: usize) -> bool {
+    use hot_cold::{row, Row, Zoned};
+    let traffics = [
+        Zoned {
+            hot_writes: 0.8,
+            hot_space: 0.2,
+        },
+        Zoned {
+            hot_writes: 0.9,
+            hot_space: 0.1,
+        },
+    ];
+    let spares = [0.12, 0.20, 0.28];
+    let cells: Vec<(Zoned, f64)> = traffics
+        .iter()
+        .flat_map(|&z| spares.iter().map(move |&s| (z, s)))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut rows: Vec<Option<Row>> = (0..cells.len()).map(|_| None).collect();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&(z, spare)) = cells.get(i) else {
+                            return done;
+                        };
+                        done.push((i, row(z, lebs, spare, seed)));
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            for (i, r) in h.join().unwrap() {
+                rows[i] = Some(r);
+            }
+        }
+    });
+    println!();
+    println!(
+        "WA under hot/cold traffic (fio zoned), greedy victims, {lebs} erase units, seed {seed}: \
+         single vs an independent greedy simulator (target 10 %); hot-cold (online) and \
+         streams (hot zone as a stream) vs the best static two-pool split found by search \
+         (targets 15 % and 10 %)"
+    );
+    println!(
+        "{:>20} {:>6} {:>8} {:>9} {:>6} {:>10} {:>9} {:>8} {:>6} {:>8} {:>6}",
+        "traffic",
+        "spare",
+        "single",
+        "reference",
+        "ratio",
+        "best split",
+        "hot share",
+        "hot-cold",
+        "ratio",
+        "streams",
+        "ratio"
+    );
+    let mut ok = true;
+    for r in rows.into_iter().flatten() {
+        let a = r.single / r.reference;
+        let b = r.hot_cold / r.best_split;
+        let c = r.streams / r.best_split;
+        println!(
+            "{:>20} {:>5.0}% {:>8.3} {:>9.3} {:>6.3} {:>10.3} {:>8.0}% {:>8.3} {:>6.3} {:>8.3} {:>6.3}",
+            r.traffic,
+            r.spare * 100.0,
+            r.single,
+            r.reference,
+            a,
+            r.best_split,
+            r.best_hot_share * 100.0,
+            r.hot_cold,
+            b,
+            r.streams,
+            c
+        );
+        // Doing better than the best static split is no miss.
+        for (what, ratio, tol, two_sided) in [
+            ("single vs the reference", a, 0.10, true),
+            ("hot-cold vs the best split", b, 0.15, false),
+            ("streams vs the best split", c, 0.10, false),
+        ] {
+            let off = if two_sided {
+                (ratio - 1.0).abs()
+            } else {
+                ratio - 1.0
+            };
+            if off > tol {
+                eprintln!(
+                    "wa_table: {} at {:.0}% spare: {what} is {ratio:.3} (target within {:.0} %)",
+                    r.traffic,
+                    r.spare * 100.0,
+                    tol * 100.0
+                );
+                ok = false;
+            }
+        }
+    }
+    ok
 }

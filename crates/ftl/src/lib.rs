@@ -12,6 +12,9 @@
 //!   [`GcPolicy`] (greedy, cost-benefit, d-choices, FIFO, windowed greedy;
 //!   [`POLICIES`] lists them with their sources), and
 //!   [`Vsl::set_victim_policy`] installs one of your own.
+//! - [`Placement`]: the seam where each write's stream (frontier, pool)
+//!   is chosen; built-ins [`PlacementSpec`] (single, hot-cold, streams;
+//!   [`PLACEMENTS`]), installed with [`Vsl::set_placement`].
 //! - [`FtlConfig`]: geometry, timing, formatted size and the policy knobs.
 //! - [`FtlStats`]: host and media counters (write amplification, GC moves).
 //! - [`MediaEvent`] and [`OobRecord`]: the seam for a data store keyed by
@@ -52,6 +55,9 @@ pub use vsl::{
     content_tag, poisson_tail, Candidate, Candidates, FtlConfig, FtlError, FtlStats, GcMode,
     GcPolicy, MediaConfig, MediaEvent, OobRecord, PolicyInfo, PowerEvent, ReliabilityConfig,
     ReliabilityStats, VictimPolicy, Vsl, D_CHOICES_MAX, POLICIES, REBUILD_SHARE,
+};
+pub use vsl::{
+    split_spare, HotCold, Placement, PlacementInfo, PlacementSpec, PoolStats, Streams, PLACEMENTS,
 };
 
 /// Steady-state write amplification of greedy GC under uniform random

@@ -7,9 +7,15 @@ use std::collections::{BinaryHeap, VecDeque};
 mod atomic;
 mod flashback;
 mod media;
+mod placement;
+mod pools;
 mod victim;
 pub use flashback::{content_tag, ReliabilityConfig, ReliabilityStats, REBUILD_SHARE};
 pub use media::{poisson_tail, MediaConfig};
+pub use placement::{
+    split_spare, HotCold, Placement, PlacementInfo, PlacementSpec, Streams, PLACEMENTS,
+};
+pub use pools::PoolStats;
 pub use victim::{
     Candidate, Candidates, GcPolicy, PolicyInfo, VictimPolicy, D_CHOICES_MAX, POLICIES,
 };
@@ -360,6 +366,9 @@ pub struct Vsl {
     /// ([`Vsl::enable_reliability`]); `None` (the default) costs one branch
     /// per I/O, placed sector, programmed unit and erase.
     rel: Option<Box<flashback::Reliability>>,
+    /// More than one stream ([`Vsl::set_placement`]); `None` (the default)
+    /// costs one branch per placed sector.
+    pools: Option<Box<pools::Pools>>,
     stats: FtlStats,
 }
 
@@ -482,6 +491,7 @@ impl Vsl {
             media_log: None,
             power_log: None,
             rel: None,
+            pools: None,
             spu,
             spl,
             cfg,
@@ -540,6 +550,7 @@ impl Vsl {
             + self.valid_bits.len() * 8
             + self.leb_close_seq.len() * 8
             + self.leb_valid.len() * per_leb) as u64
+            + self.pools.as_ref().map_or(0, |p| p.ram_bytes())
     }
 
     /// The run of mapped sectors from `i` (before `end`) that lie in one
@@ -627,7 +638,7 @@ impl Vsl {
                 i += 1;
                 continue;
             };
-            if Some(unit) != open_unit {
+            if Some(unit) != open_unit && !self.parked_open(unit) {
                 let bank = self.bank_of_unit(unit);
                 let bytes = n * self.cfg.sector_bytes as u64;
                 done = done.max(self.nand.read_unit(ready, bank, bytes));
@@ -737,10 +748,20 @@ impl Vsl {
     /// A GC move keeps the sequence number of the data it moves.
     fn place(&mut self, t: Nanos, lba: u32, origin: Origin) {
         let host = matches!(origin, Origin::Host(_));
+        let stream = if self.pools.is_some() {
+            Some(self.choose_stream(lba, origin))
+        } else {
+            None
+        };
         // `while`, not `if`: foreground GC run by opening a unit may fill
         // that unit to the brim with moved data.
         while self.frontier_next == self.spl {
             self.open_next_leb(t, host);
+            if let Some(s) = stream {
+                // GC run by opening the unit may have moved another pool's
+                // data through its frontier.
+                self.switch_stream(s);
+            }
         }
         let psa = self.frontier_leb * self.spl + self.frontier_next;
         // A GC move knows where the sector is: skipping the map load keeps
@@ -831,6 +852,9 @@ impl Vsl {
         self.frontier_leb = leb;
         self.frontier_next = 0;
         self.cohort_pos = (self.cohort_pos + 1) % self.cfg.gc_stall_lebs;
+        if let Some(p) = self.pools.as_mut() {
+            p.opened(leb);
+        }
         if let Some(log) = self.power_log.as_mut() {
             log.push(PowerEvent::Opened { leb });
         }
@@ -910,7 +934,11 @@ impl Vsl {
                 return Some(cold);
             }
         }
-        let units = Candidates {
+        let only = match self.pools.as_mut() {
+            Some(p) => p.pool_to_collect(&self.leb_state, &self.leb_valid, self.spl),
+            None => None,
+        };
+        let mut units = Candidates {
             state: &self.leb_state,
             valid: &self.leb_valid,
             closed_at: &self.leb_closed_at,
@@ -918,7 +946,13 @@ impl Vsl {
             erase_counts: self.nand.erase_counts(),
             capacity: self.spl,
             now: self.stats.host_sectors_written,
+            pool: &[],
+            only: 0,
         };
+        if let (Some(only), Some(p)) = (only, self.pools.as_ref()) {
+            units.pool = p.leb_stream();
+            units.only = only;
+        }
         let leb = self.policy.select(&units, &mut self.gc_prng)?;
         assert!(
             units.get(leb).is_some(),
@@ -1077,7 +1111,8 @@ impl Vsl {
             .iter()
             .filter(|s| **s == LebState::Open)
             .count();
-        assert_eq!(open, 1, "exactly one open erase unit");
+        let streams = self.pools.as_ref().map_or(1, |p| p.streams());
+        assert_eq!(open, streams, "one open erase unit per stream");
     }
 }
 
@@ -1122,6 +1157,15 @@ impl Vsl {
         self.gc_debt -= owed;
         self.gc_allowance -= owed;
         for _ in 0..owed as u64 {
+            if self.pools.is_some() {
+                // The check below is about the frontier the moves fill.
+                if self.victim.is_none() && !self.start_victim() {
+                    break;
+                }
+                let leb = self.victim.map_or(0, |v| v.leb);
+                let s = self.pools.as_ref().map_or(0, |p| p.stream_of(leb));
+                self.switch_stream(s);
+            }
             // Paced moves never take the last reserved units: opening one
             // is left to the host write that then runs foreground GC.
             let full = self.frontier_next == self.spl;

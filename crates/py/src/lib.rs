@@ -65,6 +65,16 @@ mod native {
             .collect()
     }
 
+    /// The placement policies (`vsl policies`, `--placement`): (spelling,
+    /// summary, source).
+    #[pyfunction]
+    fn placements() -> Vec<(String, String, String)> {
+        ftl::PLACEMENTS
+            .iter()
+            .map(|p| (p.spelling.into(), p.summary.into(), p.source.into()))
+            .collect()
+    }
+
     /// A planned run as Python sees it: (key, options, argv).
     type PlannedTuple = (String, Vec<(String, String)>, Vec<String>);
 
@@ -177,6 +187,7 @@ mod native {
         m.add_function(wrap_pyfunction!(devices_json, m)?)?;
         m.add_function(wrap_pyfunction!(profiles, m)?)?;
         m.add_function(wrap_pyfunction!(policies, m)?)?;
+        m.add_function(wrap_pyfunction!(placements, m)?)?;
         m.add_function(wrap_pyfunction!(plan, m)?)?;
         m.add_function(wrap_pyfunction!(run_planned, m)?)?;
         m.add_function(wrap_pyfunction!(is_done, m)?)?;

@@ -156,6 +156,11 @@ impl Vsl {
     /// media-error model. Call before the first write. Also turns on the
     /// slots' sequence numbers (content tags are made from them).
     pub fn enable_reliability(&mut self, cfg: ReliabilityConfig) -> Result<(), FtlError> {
+        if self.pools.is_some() {
+            return Err(FtlError::Config(
+                "Flashback follows one log frontier: use --placement single with it".into(),
+            ));
+        }
         let g = self.cfg.geometry;
         for &(die, _) in &cfg.fail_dies {
             if die >= g.dies() {

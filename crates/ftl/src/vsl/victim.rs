@@ -56,6 +56,10 @@ pub struct Candidates<'a> {
     pub(super) erase_counts: &'a [u32],
     pub(super) capacity: u32,
     pub(super) now: u64,
+    /// Stream (pool) of each unit, empty with one stream; with `only`,
+    /// the view holds that pool's units alone (GC per pool).
+    pub(super) pool: &'a [u8],
+    pub(super) only: u8,
 }
 
 impl Candidates<'_> {
@@ -79,18 +83,22 @@ impl Candidates<'_> {
     pub fn get(&self, leb: u32) -> Option<Candidate<'_>> {
         let i = leb as usize;
         let closed = self.state.get(i) == Some(&LebState::Closed);
-        (closed && self.valid[i] < self.capacity).then_some(Candidate { view: self, leb })
+        let mine = self.pool.is_empty() || self.pool[i] == self.only;
+        (closed && mine && self.valid[i] < self.capacity).then_some(Candidate { view: self, leb })
     }
 
     /// Every candidate, in erase-unit order.
     #[inline]
     pub fn iter(&self) -> impl Iterator<Item = Candidate<'_>> + '_ {
         let cap = self.capacity;
+        let (pool, only) = (self.pool, self.only);
         self.state
             .iter()
             .zip(self.valid)
             .enumerate()
-            .filter(move |(_, (s, v))| **s == LebState::Closed && **v < cap)
+            .filter(move |(i, (s, v))| {
+                **s == LebState::Closed && **v < cap && (pool.is_empty() || pool[*i] == only)
+            })
             .map(move |(leb, _)| Candidate {
                 view: self,
                 leb: leb as u32,
@@ -474,6 +482,8 @@ mod tests {
                 erase_counts: &self.erases,
                 capacity: 100,
                 now: 1000,
+                pool: &[],
+                only: 0,
             }
         }
     }

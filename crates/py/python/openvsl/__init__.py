@@ -20,12 +20,13 @@ import pandas as pd
 from . import _native
 from ._native import OpenvslError
 
-__all__ = ["run", "devices", "profiles", "policies", "sweep", "plan", "OpenvslError"]
+__all__ = ["run", "devices", "profiles", "policies", "placements", "sweep", "plan", "OpenvslError"]
 
 
 def _argv(options):
     """``vsl run`` arguments from keyword options: ``True`` is a bare flag,
-    ``False`` and ``None`` are left out, anything else is its ``str``."""
+    ``False`` and ``None`` are left out, a list or tuple repeats the option
+    (``stream=["0-64G", "64G-128G"]``), anything else is its ``str``."""
     argv = []
     for key, value in options.items():
         flag = "--" + key.replace("_", "-")
@@ -33,6 +34,9 @@ def _argv(options):
             argv.append(flag)
         elif value is False or value is None:
             continue
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                argv += [flag, str(v)]
         else:
             argv += [flag, str(value)]
     return argv
@@ -70,6 +74,13 @@ def policies():
     (``vsl policies``): ``{spelling: (summary, source)}``, e.g.
     ``"d-choices:D"`` for ``gc_policy="d-choices:8"``."""
     return {name: (summary, source) for name, summary, source in _native.policies()}
+
+
+def placements():
+    """The placement policies ``run(placement=...)`` takes (``vsl
+    policies``): ``{spelling: (summary, source)}``; ``"streams"`` takes
+    ``stream=["START-END", ...]`` (bytes of the card)."""
+    return {name: (summary, source) for name, summary, source in _native.placements()}
 
 
 def _plan_source(plan):
