@@ -29,4 +29,4 @@ pub use card::{
 };
 pub use flashback::{DieFailure, MediaReport, ReliabilityOptions};
 pub use health::{Environment, HealthPoint, HealthReport, HealthState, Throttle};
-pub use preset::{DataSheet, Format, Preset, PRESETS};
+pub use preset::{presets, DataSheet, Format, Preset, PRESETS};

@@ -573,3 +573,8 @@ impl Format {
         }
     }
 }
+
+/// Every built-in preset.
+pub fn presets() -> &'static [Preset] {
+    PRESETS
+}
