@@ -209,13 +209,7 @@ impl AttachArgs {
 
 /// The card configuration of a [`CardSpec`] (as `vsl run` builds it).
 pub fn card_config(a: &CardSpec) -> Result<CardConfig> {
-    let preset = Preset::by_name(&a.device).ok_or_else(|| {
-        anyhow!(
-            "unknown device '{}' (known: {})",
-            a.device,
-            Preset::names().join(", ")
-        )
-    })?;
+    let preset = Preset::resolve(&a.device).map_err(|e| anyhow!("{e}"))?;
     let mut c = CardConfig::new(preset);
     c.format = if let Some(cap) = &a.capacity {
         Format::Capacity(parse_size(cap).map_err(|e| anyhow!("--capacity: {e}"))?)

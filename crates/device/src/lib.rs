@@ -22,6 +22,7 @@ mod card;
 pub mod flashback;
 pub mod health;
 mod preset;
+pub mod preset_file;
 pub mod thermal;
 
 pub use card::{
@@ -29,4 +30,5 @@ pub use card::{
 };
 pub use flashback::{DieFailure, MediaReport, ReliabilityOptions};
 pub use health::{Environment, HealthPoint, HealthReport, HealthState, Throttle};
-pub use preset::{presets, DataSheet, Format, Preset, PRESETS};
+pub use preset::{DataSheet, Format, Preset, VslParams};
+pub use preset_file::presets;

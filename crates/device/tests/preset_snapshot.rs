@@ -31,7 +31,12 @@ fn presets_json() -> String {
 fn ftl_configs() -> String {
     let mut out = String::new();
     for p in device::presets() {
-        for format in [Format::Stock, Format::Hp, Format::MaxWrite, Format::Overprovision(0.3)] {
+        for format in [
+            Format::Stock,
+            Format::Hp,
+            Format::MaxWrite,
+            Format::Overprovision(0.3),
+        ] {
             for scale in [1.0, 0.02] {
                 let mut c = CardConfig::new(Preset::by_name(p.name).unwrap());
                 c.format = format;
