@@ -50,6 +50,8 @@ pub enum Command {
     Serve(web::ServeArgs),
     /// Power-cut campaign: cut power at random NAND operation boundaries, recover, check every acknowledged write.
     Torture(TortureArgs),
+    /// Fit a preset's free parameters to measured figures (a table or a review's results.json) and write the fitted preset.
+    Fit(Box<crate::cmd_fit::FitArgs>),
 }
 
 /// `vsl torture`: a randomized, deterministic power-cut campaign in virtual

@@ -511,11 +511,14 @@ fn cell_type(s: &str) -> Option<CellType> {
     }
 }
 
-/// The first line of a TOML error, with its location.
-fn one_line(e: &toml::de::Error) -> String {
+/// A TOML error on one line, with its line number.
+fn one_line(e: &toml::de::Error, text: &str) -> String {
     let msg = e.message().trim().replace('\n', " ");
     match e.span() {
-        Some(span) => format!("{msg} (at byte {})", span.start),
+        Some(span) => {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            format!("line {line}: {msg}")
+        }
         None => msg,
     }
 }
@@ -523,7 +526,7 @@ fn one_line(e: &toml::de::Error) -> String {
 /// Parses and checks a preset file's text; `origin` names it in errors.
 pub fn parse(text: &str, origin: &str) -> Result<Preset, String> {
     let file: PresetFile =
-        toml::from_str(text).map_err(|e| format!("{origin}: {}", one_line(&e)))?;
+        toml::from_str(text).map_err(|e| format!("{origin}: {}", one_line(&e, text)))?;
     file.check(origin)?;
     Ok(file.into_preset())
 }
