@@ -53,6 +53,14 @@ pub struct FitArgs {
     /// Preconditioning cap per test.
     #[arg(long, default_value = "300s")]
     pub max_precondition: String,
+    /// ioMemory device(s) modelled: all, or one member (figures measured on
+    /// one attached loop device of a Duo are one member's).
+    #[arg(long, default_value = "all")]
+    pub member: String,
+    /// After the fit, predict every figure's test at this format too
+    /// (stock, hp, improved-write, max-write, op=PCT, capacity=SIZE).
+    #[arg(long, value_name = "FORMAT")]
+    pub predict: Option<String>,
     /// Nelder-Mead iterations.
     #[arg(long, default_value_t = 30)]
     pub max_iters: u64,
@@ -120,6 +128,14 @@ struct Report<'a> {
     evaluations: usize,
     figures: Vec<FigureReport>,
     parameters: Vec<ParamReport>,
+    /// `--predict FORMAT`: the fitted preset's value of every figure's test there.
+    predictions: Vec<Prediction>,
+}
+
+#[derive(Serialize)]
+struct Prediction {
+    figure: String,
+    predicted: f64,
 }
 
 /// First line of a checkpoint: what the points were evaluated for.
@@ -133,6 +149,7 @@ struct Header {
     round: String,
     window: String,
     max_precondition: String,
+    member: String,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -267,7 +284,11 @@ pub fn fit(a: FitArgs) -> Result<()> {
         round: a.round.clone(),
         window: a.window.clone(),
         max_precondition: a.max_precondition.clone(),
+        member: device::MemberSel::parse(&a.member).map_err(|e| anyhow!("--member: {e}"))?,
     };
+    if let Some(p) = &a.predict {
+        fit::parse_format(p).map_err(|e| anyhow!("--predict: {e}"))?;
+    }
     lab::review::ReviewPlan {
         round: run.round.clone(),
         window: run.window.clone(),
@@ -292,6 +313,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
         round: a.round.clone(),
         window: a.window.clone(),
         max_precondition: a.max_precondition.clone(),
+        member: a.member.clone(),
     };
     let cache = read_checkpoint(&ck_path, &header)?;
     let resumed = cache.len();
@@ -439,7 +461,28 @@ pub fn fit(a: FitArgs) -> Result<()> {
         evaluations: ev.cache.len(),
         figures: figs,
         parameters: params,
+        predictions: Vec::new(),
     };
+    let mut report = report;
+    if let Some(fmt) = &a.predict {
+        let preds: Vec<Figure> = figures
+            .iter()
+            .map(|f| Figure {
+                format: fmt.clone(),
+                ..f.clone()
+            })
+            .collect();
+        let leaked: &'static Preset = Box::leak(Box::new(fitted.clone()));
+        let m = fit::evaluate(leaked, &preds, &run).map_err(|e| anyhow!("--predict: {e}"))?;
+        report.predictions = preds
+            .iter()
+            .zip(m)
+            .map(|(f, v)| Prediction {
+                figure: f.label(),
+                predicted: v,
+            })
+            .collect();
+    }
     if let Some(j) = &a.json {
         crate::output::write_json(j, &report)?;
     }
@@ -519,6 +562,9 @@ fn print_report(r: &Report, resumed: usize, evaluated: usize) {
             p.fitted,
             p.at_bound.unwrap_or("-")
         );
+    }
+    for p in &r.predictions {
+        println!("predicted: {:<44} {:>12.1}", p.figure, p.predicted);
     }
     println!("\nwrote {}", r.out);
 }

@@ -376,6 +376,9 @@ pub struct FitRun {
     pub round: String,
     pub window: String,
     pub max_precondition: String,
+    /// The ioMemory device(s) modelled (one member when the figures are of
+    /// one attached loop device).
+    pub member: device::MemberSel,
 }
 
 /// The model's value of every figure for one preset.
@@ -394,6 +397,7 @@ pub fn evaluate(
         cfg.format = parse_format(format)?;
         cfg.scale = run.scale;
         cfg.gc_seed = run.seed;
+        cfg.member = run.member;
         let uniq = |f: &dyn Fn(&Figure) -> String| {
             let mut v: Vec<String> = idx.iter().map(|&i| f(&figures[i])).collect();
             v.sort();
