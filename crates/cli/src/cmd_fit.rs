@@ -251,7 +251,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
     if out.extension().is_none_or(|e| e != "toml") {
         bail!("--out: {} must end in .toml (a preset file)", out.display());
     }
-    if !(a.review_tolerance > 0.0) {
+    if a.review_tolerance.is_nan() || a.review_tolerance <= 0.0 {
         bail!("--review-tolerance: {} must be > 0", a.review_tolerance);
     }
     fit::parse_format(&a.review_format).map_err(|e| anyhow!("--review-format: {e}"))?;

@@ -292,7 +292,7 @@ impl PresetFile {
             4096,
         )?;
         c.int("geometry.page_bytes", g.page_bytes as u64, 512, 65536)?;
-        if g.page_bytes % 512 != 0 {
+        if !g.page_bytes.is_multiple_of(512) {
             return Err(format!(
                 "{origin}: geometry.page_bytes = {} is not a multiple of 512",
                 g.page_bytes

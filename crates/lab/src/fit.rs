@@ -480,8 +480,9 @@ pub fn nelder_mead(
     use argmin::solver::neldermead::NelderMead;
     use std::cell::RefCell;
 
+    type Objective<'a> = &'a mut dyn FnMut(&[f64]) -> f64;
     struct Problem<'a> {
-        eval: RefCell<&'a mut dyn FnMut(&[f64]) -> f64>,
+        eval: RefCell<Objective<'a>>,
     }
     impl CostFunction for Problem<'_> {
         type Param = Vec<f64>;
