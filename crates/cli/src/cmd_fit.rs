@@ -325,6 +325,10 @@ pub fn fit(a: FitArgs) -> Result<()> {
     if resumed == 0 {
         file.set_len(0)?;
         writeln!(file, "{}", serde_json::to_string(&header)?)?;
+    } else if !std::fs::read(&ck_path)?.ends_with(b"\n") {
+        // The last line was torn by an interruption: end it, so the next
+        // point starts a line of its own.
+        writeln!(file)?;
     }
 
     let n = free.len() as u64;

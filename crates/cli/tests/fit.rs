@@ -186,6 +186,32 @@ fn fit_recovers_a_hidden_reserve_and_predicts_another_format() {
         "{out}"
     );
     assert_eq!(first, std::fs::read(&fitted).unwrap());
+    // An interrupted fit (its checkpoint cut to the header and the first
+    // half of its points, the last line torn) continues where it stopped
+    // and ends at the same preset.
+    let ck = dir.join("fitted.toml.checkpoint.jsonl");
+    let text = std::fs::read_to_string(&ck).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let keep = 1 + (lines.len() - 1) / 2;
+    let mut cut = lines[..keep].join("\n");
+    cut.push_str("\n{\"values\":[0.1");
+    std::fs::write(&ck, cut).unwrap();
+    let (code, out, err) = vsl(&args);
+    assert_eq!(code, 0, "{err}");
+    let resumed = format!(
+        "({} from the checkpoint, {} run)",
+        keep - 1,
+        lines.len() - keep
+    );
+    assert!(out.contains(&resumed), "{out} lacks {resumed}");
+    assert_eq!(first, std::fs::read(&fitted).unwrap());
+    // A checkpoint of another fit is refused in one line.
+    let other: Vec<&str> = args
+        .iter()
+        .map(|a| if *a == "15" { "16" } else { *a })
+        .chain(["--seed", "2"])
+        .collect();
+    assert_one_line_error(&other, "the checkpoint of another fit");
     // The fitted preset is a preset file like any other.
     let (code, show, _) = vsl(&["devices", "--show", f]);
     assert_eq!(code, 0);
