@@ -19,8 +19,8 @@ pub struct FitArgs {
     /// Measured figures: a .toml table (`[[figure]]` with test, format,
     /// threads, qd, statistic, value, tolerance), a .csv with those
     /// columns, or a `vsl review` results.json of a real device.
-    #[arg(value_name = "FIGURES")]
-    pub figures: PathBuf,
+    #[arg(value_name = "FIGURES", required_unless_present = "list_params")]
+    pub figures: Option<PathBuf>,
     /// Base preset (a name or PATH.toml): every parameter not fitted keeps its value.
     #[arg(long, default_value = "iodrive-duo-640-mlc")]
     pub device: String,
@@ -248,6 +248,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
     }
     // Every input is checked before anything is written.
     let out = a.out.clone().expect("clap requires --out");
+    let figures_path = a.figures.clone().expect("clap requires FIGURES");
     if out.extension().is_none_or(|e| e != "toml") {
         bail!("--out: {} must end in .toml (a preset file)", out.display());
     }
@@ -255,7 +256,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
         bail!("--review-tolerance: {} must be > 0", a.review_tolerance);
     }
     fit::parse_format(&a.review_format).map_err(|e| anyhow!("--review-format: {e}"))?;
-    let figures = fit::load_figures(&a.figures, &a.review_format, a.review_tolerance)
+    let figures = fit::load_figures(&figures_path, &a.review_format, a.review_tolerance)
         .map_err(|e| anyhow!("{e}"))?;
     let base = Preset::resolve(&a.device).map_err(|e| anyhow!("--device: {e}"))?;
     let free_names: Vec<String> = match &a.free {
@@ -408,7 +409,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
             "{} fitted by vsl fit to {} figures of {} ({})",
             base.name,
             figures.len(),
-            a.figures.display(),
+            figures_path.display(),
             free_names.join(", ")
         )
         .into_boxed_str(),
