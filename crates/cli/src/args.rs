@@ -61,6 +61,8 @@ pub enum Command {
     Serve(web::ServeArgs),
     /// Power-cut campaign: cut power at random NAND operation boundaries, recover, check every acknowledged write.
     Torture(TortureArgs),
+    /// Fit a preset's free parameters to measured figures (a table or a review's results.json) and write the fitted preset.
+    Fit(Box<crate::cmd_fit::FitArgs>),
 }
 
 /// `vsl torture`: a randomized, deterministic power-cut campaign in virtual
@@ -114,7 +116,7 @@ pub struct TortureArgs {
 /// The card and how it is formatted.
 #[derive(Args, Debug, Clone)]
 pub struct CardArgs {
-    /// Device preset (see `vsl devices`).
+    /// Device preset (see `vsl devices`), or a preset file PATH.toml.
     #[arg(long, default_value = "iodrive-duo-640-mlc")]
     pub device: String,
     /// Low-level format: stock, hp, improved-write or max-write.
@@ -159,12 +161,15 @@ pub struct CardArgs {
     /// set by free space) or legacy (idle time plus stop-the-world).
     #[arg(long, default_value = "paced")]
     pub gc_mode: String,
-    /// Reads overtake queued programs and erases in the bank queues: on or off.
-    #[arg(long, default_value = "on")]
+    /// Reads overtake queued programs and erases in the bank queues: on,
+    /// off, or preset (the preset's `vsl.read_priority`: on for every
+    /// built-in preset).
+    #[arg(long, default_value = "preset")]
     pub read_priority: String,
-    /// Program/erase suspend for reads, with its latency (e.g. 20us), or off.
-    /// The presets' NAND (2008-2012) has none.
-    #[arg(long, default_value = "off", allow_hyphen_values = true)]
+    /// Program/erase suspend for reads, with its latency (e.g. 20us), off,
+    /// or preset (the preset's `vsl.suspend_ns`; the built-in presets' NAND,
+    /// 2008-2012, has none).
+    #[arg(long, default_value = "preset", allow_hyphen_values = true)]
     pub suspend: String,
     /// How compressible the written data is, in percent (fio's
     /// buffer_compress_percentage; 0: incompressible, fio's default). Only
@@ -306,6 +311,12 @@ pub struct DevicesArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Also list the preset files (*.toml) of this directory, each checked.
+    #[arg(long, value_name = "DIR")]
+    pub device_dir: Option<std::path::PathBuf>,
+    /// Print one preset (a name, or a file PATH.toml) as a preset file, to copy and edit.
+    #[arg(long, value_name = "PRESET", conflicts_with = "json")]
+    pub show: Option<String>,
 }
 
 #[derive(Args, Debug)]

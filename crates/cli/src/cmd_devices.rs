@@ -1,6 +1,6 @@
 use crate::args::DevicesArgs;
-use anyhow::Result;
-use device::{Preset, PRESETS};
+use anyhow::{anyhow, Result};
+use device::Preset;
 use std::io::Write;
 use workload::Profile;
 
@@ -9,15 +9,42 @@ fn opt(v: Option<u32>, scale: f64, unit: &str) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
+/// `vsl devices`: the built-in presets and those of `--device-dir`; `--show`
+/// prints one as a preset file.
 pub fn devices(a: DevicesArgs) -> Result<()> {
+    if let Some(name) = &a.show {
+        let p = Preset::resolve(name).map_err(|e| anyhow!("--show: {e}"))?;
+        print!("{}", device::preset_file::to_toml(p));
+        return Ok(());
+    }
+    let mut all: Vec<(String, &'static Preset)> = device::presets()
+        .iter()
+        .map(|p| ("built-in".to_string(), p))
+        .collect();
+    if let Some(dir) = &a.device_dir {
+        all.extend(device::preset_file::load_dir(dir).map_err(|e| anyhow!("--device-dir: {e}"))?);
+    }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(PRESETS)?);
+        let v: Vec<serde_json::Value> = all
+            .iter()
+            .map(|(from, p)| {
+                let mut v = serde_json::to_value(p).expect("a preset serialises");
+                v["origin"] = from.as_str().into();
+                v
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
     let mut o = std::io::stdout().lock();
-    for p in PRESETS {
+    for (from, p) in &all {
         let g = &p.geometry;
-        let _ = writeln!(o, "{}\n  {}", p.name, p.description);
+        let from = if from == "built-in" {
+            String::new()
+        } else {
+            format!(" ({from})")
+        };
+        let _ = writeln!(o, "{}{from}\n  {}", p.name, p.description);
         let _ = writeln!(
             o,
             "  {} x {:.0} GB stock ({} raw each); {} NAND: {} ch ({} parity) x {} banks x {} planes x {} blocks x {} pages x {} B",

@@ -37,8 +37,8 @@ pub fn model_config(spec: &str, scale: f64, gc_policy: GcPolicy) -> Result<CardC
     };
     let mut parts = card.split(':');
     let name = parts.next().unwrap_or_default();
-    let preset = Preset::by_name(name).ok_or_else(|| {
-        anyhow!("unknown target '{spec}' (a device preset such as {}, or file:PATH:SIZE, or blockdev:/dev/NAME)", Preset::names()[0])
+    let preset = Preset::resolve(name).map_err(|e| {
+        anyhow!("target '{spec}': {e}; or a real target file:PATH:SIZE or blockdev:/dev/NAME")
     })?;
     let mut c = CardConfig::new(preset);
     c.scale = scale;

@@ -30,7 +30,12 @@ pub fn card_config(a: &CardArgs) -> Result<CardConfig> {
     c.read_priority = match a.read_priority.as_str() {
         "on" => true,
         "off" => false,
-        o => return Err(anyhow!("--read-priority: '{o}' (expected on or off)")),
+        "preset" => c.read_priority,
+        o => {
+            return Err(anyhow!(
+                "--read-priority: '{o}' (expected on, off or preset)"
+            ))
+        }
     };
     let pct = parse_percent(&a.buffer_compress_percentage)
         .map_err(|e| anyhow!("--buffer-compress-percentage: {e}"))?;
@@ -43,6 +48,7 @@ pub fn card_config(a: &CardArgs) -> Result<CardConfig> {
     c.data_compressibility = 1.0 - pct;
     c.suspend_ns = match a.suspend.as_str() {
         "off" => None,
+        "preset" => c.suspend_ns,
         d => Some(parse_duration_ns(d).map_err(|e| anyhow!("--suspend: {e}"))?),
     };
     c.chunk_bytes = parse_size(&a.chunk).map_err(|e| anyhow!("--chunk: {e}"))?;

@@ -92,18 +92,10 @@ fn datasheet(
     wall: std::time::Instant,
 ) -> Result<()> {
     let presets: Vec<&'static device::Preset> = if list == "all" {
-        device::PRESETS.iter().collect()
+        device::presets().iter().collect()
     } else {
         list.split(',')
-            .map(|n| {
-                device::Preset::by_name(n.trim()).ok_or_else(|| {
-                    anyhow!(
-                        "--datasheet: unknown preset '{}' (known: {})",
-                        n.trim(),
-                        device::Preset::names().join(", ")
-                    )
-                })
-            })
+            .map(|n| device::Preset::resolve(n.trim()).map_err(|e| anyhow!("--datasheet: {e}")))
             .collect::<Result<_>>()?
     };
     let mut rows = Vec::new();

@@ -6,24 +6,9 @@ use ftl::{FtlConfig, FtlError, FtlStats, GcMode, GcPolicy, PlacementSpec, ReadPo
 use serde::Serialize;
 use sim::{Nanos, Resource};
 
-/// Fraction of erase units a member sets aside for metadata, bad-block
-/// replacement and the VSL's own use. The one free parameter of the
-/// over-provisioning model: calibrated on the 640 GB MLC 4K random-write
-/// and 8K 70/30 steady states (docs/MODEL.md), then used unchanged for
-/// every preset and format.
-pub const RESERVED_FRACTION: f64 = 0.12;
-/// Free erase units foreground GC keeps (the frontier's next unit and one
-/// for GC's own moves).
-pub const GC_RESERVE_LEBS: u32 = 2;
-/// Idle-time and paced GC run while fewer than this many erase units are
-/// free (the high watermark; the low one is `GC_RESERVE_LEBS`).
-pub const GC_BACKGROUND_LEBS: u32 = 4;
-/// Paced GC may use this fraction of the array's move capacity in the
-/// background; beyond it free space falls to the low watermark and host
-/// writes stall (docs/MODEL.md: a design assumption, not fitted).
-pub const GC_SHARE: f64 = 0.5;
-/// Power-cut-protected write buffer, in write units.
-pub const BUFFER_UNITS: u64 = 16;
+// The VSL's parameters (reserved fraction, GC watermarks and share, write
+// buffer, wear-levelling spread, read scheduling) come from the preset's
+// `[vsl]` table (`presets/*.toml`, docs/MODEL.md).
 /// Fewest erase units a member scaled below one page per block keeps.
 pub const MIN_SCALED_LEBS: u32 = 24;
 /// Pages per block a scaled erase unit keeps at least (above one page per
@@ -197,8 +182,8 @@ impl CardConfig {
             gc_policy: GcPolicy::Greedy,
             gc_seed: GC_SEED,
             gc_mode: GcMode::Paced,
-            read_priority: true,
-            suspend_ns: None,
+            read_priority: preset.vsl.read_priority,
+            suspend_ns: preset.vsl.suspend_ns,
             data_compressibility: 1.0,
             track_sequence: false,
             environment: Environment::default(),
@@ -271,9 +256,11 @@ impl CardConfig {
         // Below about scale 0.015 (one page per block and fewer units) the
         // groups are capped so the GC pool stays within 1/16 of the units:
         // such cards are for quick looks, their stalls are smaller.
-        let k = erase_batch.min((geometry.blocks_per_plane / (16 * GC_BACKGROUND_LEBS)).max(1));
-        let reserved_lebs = ((geometry.blocks_per_plane as f64 * RESERVED_FRACTION).round() as u32)
-            .saturating_sub(GC_RESERVE_LEBS * k + (k - 1) / 2);
+        let v = &p.vsl;
+        let k = erase_batch.min((geometry.blocks_per_plane / (16 * v.gc_background_lebs)).max(1));
+        let reserved_lebs = ((geometry.blocks_per_plane as f64 * v.reserved_fraction).round()
+            as u32)
+            .saturating_sub(v.gc_reserve_lebs * k + (k - 1) / 2);
         let sector = self.sector_bytes as u64;
         let mut cfg = FtlConfig {
             geometry,
@@ -284,17 +271,17 @@ impl CardConfig {
             gc_policy: self.gc_policy,
             gc_seed: self.gc_seed,
             gc_mode: self.gc_mode,
-            gc_reserve_lebs: GC_RESERVE_LEBS * k,
-            gc_background_lebs: GC_BACKGROUND_LEBS * k,
+            gc_reserve_lebs: v.gc_reserve_lebs * k,
+            gc_background_lebs: v.gc_background_lebs * k,
             gc_stall_lebs: k,
-            gc_share: GC_SHARE,
+            gc_share: v.gc_share,
             read_policy: ReadPolicy {
                 priority: self.read_priority,
                 suspend_ns: self.suspend_ns,
             },
             erase_batch,
-            buffer_bytes: BUFFER_UNITS * geometry.write_unit_bytes(),
-            wear_level_spread: 64,
+            buffer_bytes: v.buffer_units * geometry.write_unit_bytes(),
+            wear_level_spread: v.wear_level_spread,
             track_sequence: self.track_sequence,
         };
         let usable_bytes = cfg.usable_lebs() as u64 * cfg.slots_per_leb() as u64 * sector;
@@ -852,7 +839,7 @@ mod tests {
 
     #[test]
     fn every_preset_builds_in_every_format() {
-        for p in crate::PRESETS {
+        for p in crate::presets() {
             for f in [
                 Format::Stock,
                 Format::Hp,

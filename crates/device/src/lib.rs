@@ -23,6 +23,7 @@ pub mod flashback;
 pub mod health;
 pub mod placement;
 mod preset;
+pub mod preset_file;
 pub mod spec;
 pub mod thermal;
 
@@ -31,6 +32,7 @@ pub use card::{
 };
 pub use flashback::{DieFailure, MediaReport, ReliabilityOptions};
 pub use health::{HealthPoint, HealthReport, HealthState, Throttle};
-pub use preset::{DataSheet, Format, Preset, PRESETS};
+pub use preset::{DataSheet, Format, Preset, VslParams};
+pub use preset_file::presets;
 pub use spec::{card_config, set_reliability, CardSpec};
 pub use thermal::Environment;

@@ -47,13 +47,7 @@ fn bad(message: String) -> DeviceError {
 
 /// The card configuration of a [`CardSpec`] (as `vsl run` builds it).
 pub fn card_config(a: &CardSpec) -> Result<CardConfig, DeviceError> {
-    let preset = Preset::by_name(&a.device).ok_or_else(|| {
-        bad(format!(
-            "unknown device '{}' (known: {})",
-            a.device,
-            Preset::names().join(", ")
-        ))
-    })?;
+    let preset = Preset::resolve(&a.device).map_err(bad)?;
     let mut c = CardConfig::new(preset);
     c.format = if let Some(cap) = &a.capacity {
         Format::Capacity(parse_size(cap).map_err(|e| bad(format!("--capacity: {e}")))?)

@@ -12,6 +12,7 @@
 //!   HDR-histogram percentiles.
 
 pub mod dbpages;
+pub mod fit;
 pub mod review;
 mod runner;
 mod stats;

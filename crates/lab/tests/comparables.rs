@@ -1,7 +1,7 @@
 //! The reviews' comparable cards: every preset runs and cites its source,
 //! and SandForce presets pay for incompressible data as SandForce cards do.
 
-use device::{Card, CardConfig, Preset, VirtualDevice, PRESETS};
+use device::{presets, Card, CardConfig, Preset, VirtualDevice};
 use lab::{precondition_fill, run, RunOptions};
 use sim::Nanos;
 use workload::Profile;
@@ -19,7 +19,7 @@ fn opts(secs: u64) -> RunOptions {
 #[test]
 fn every_preset_runs_and_cites_a_source() {
     let w = Profile::by_name("4k-randwrite").unwrap().spec();
-    for p in PRESETS {
+    for p in presets() {
         assert!(p.source.len() > 20, "{}: no source", p.name);
         let mut c = CardConfig::new(p);
         c.scale = 0.01;

@@ -44,7 +44,7 @@ mod native {
     /// The device presets as JSON (what `vsl devices --json` prints).
     #[pyfunction]
     fn devices_json() -> PyResult<String> {
-        serde_json::to_string(device::PRESETS).map_err(|e| err(e.into()))
+        serde_json::to_string(device::presets()).map_err(|e| err(e.into()))
     }
 
     /// The named workload profiles: (name, description) pairs.

@@ -1,0 +1,575 @@
+//! `vsl fit` (issue 29): fit a preset's free parameters to measured
+//! figures (a TOML/CSV table, or a `vsl review` results.json of a real
+//! device) and write the fitted preset file. The search and the objective
+//! are `lab::fit`; this is the command: progress, the checkpoint that makes
+//! a rerun resume, the report and the output files.
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use device::Preset;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use lab::fit::{self, Figure, FitRun, ParamDef};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug)]
+pub struct FitArgs {
+    /// Measured figures: a .toml table (`[[figure]]` with test, format,
+    /// threads, qd, statistic, value, tolerance), a .csv with those
+    /// columns, or a `vsl review` results.json of a real device.
+    #[arg(value_name = "FIGURES", required_unless_present = "list_params")]
+    pub figures: Option<PathBuf>,
+    /// Base preset (a name or PATH.toml): every parameter not fitted keeps its value.
+    #[arg(long, default_value = "iodrive-duo-640-mlc")]
+    pub device: String,
+    /// Free parameters, comma-separated (see --list-params); default:
+    /// host.read_ns,host.write_ns,vsl.reserved_fraction,vsl.gc_share,vsl.gc_background_lebs.
+    #[arg(long, value_name = "A,B,C")]
+    pub free: Option<String>,
+    /// Fitted preset file to write.
+    #[arg(
+        long,
+        value_name = "PATH.toml",
+        required_unless_present = "list_params"
+    )]
+    pub out: Option<PathBuf>,
+    /// Name of the fitted preset (default: the base's name with -fit).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Fraction of the card each evaluation models (short runs on a scaled card).
+    #[arg(long, default_value = "0.02", allow_hyphen_values = true)]
+    pub scale: String,
+    /// Seed of the runs and of the search's initial simplex.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Preconditioning round of each evaluation's review (virtual time).
+    #[arg(long, default_value = "10s")]
+    pub round: String,
+    /// Measurement window of each figure's matrix point.
+    #[arg(long, default_value = "5s")]
+    pub window: String,
+    /// Preconditioning cap per test.
+    #[arg(long, default_value = "300s")]
+    pub max_precondition: String,
+    /// ioMemory device(s) modelled: all, or one member (figures measured on
+    /// one attached loop device of a Duo are one member's).
+    #[arg(long, default_value = "all")]
+    pub member: String,
+    /// After the fit, predict every figure's test at this format too
+    /// (stock, hp, improved-write, max-write, op=PCT, capacity=SIZE).
+    #[arg(long, value_name = "FORMAT")]
+    pub predict: Option<String>,
+    /// Nelder-Mead iterations.
+    #[arg(long, default_value_t = 30)]
+    pub max_iters: u64,
+    /// Initial simplex step, as a share of each parameter's range.
+    #[arg(long, default_value_t = 0.25)]
+    pub step: f64,
+    /// Also refit without each figure and report its prediction error
+    /// (leave-one-out; one more search per figure).
+    #[arg(long)]
+    pub loo: bool,
+    /// A review results.json input: the format the device was measured at.
+    #[arg(long, default_value = "stock")]
+    pub review_format: String,
+    /// A review results.json input: relative tolerance of every figure.
+    #[arg(long, default_value_t = 0.1)]
+    pub review_tolerance: f64,
+    /// Checkpoint of evaluated points (default: OUT with .checkpoint.jsonl);
+    /// a rerun with the same inputs continues from it.
+    #[arg(long)]
+    pub checkpoint: Option<PathBuf>,
+    /// Write the report (figures, parameters, leave-one-out) as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// List the free parameters with their ranges and exit.
+    #[arg(long)]
+    pub list_params: bool,
+    /// No progress bar or table.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Serialize)]
+struct FigureReport {
+    figure: String,
+    measured: f64,
+    tolerance: f64,
+    fitted: f64,
+    error_pct: f64,
+    within_tolerance: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    loo_predicted: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    loo_error_pct: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct ParamReport {
+    name: &'static str,
+    lo: f64,
+    hi: f64,
+    base: f64,
+    fitted: f64,
+    at_bound: Option<&'static str>,
+    why: &'static str,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    tool: &'static str,
+    base: &'a str,
+    out: String,
+    run: &'a FitRun,
+    cost_before: f64,
+    cost: f64,
+    evaluations: usize,
+    figures: Vec<FigureReport>,
+    parameters: Vec<ParamReport>,
+    /// `--predict FORMAT`: the fitted preset's value of every figure's test there.
+    predictions: Vec<Prediction>,
+}
+
+#[derive(Serialize)]
+struct Prediction {
+    figure: String,
+    predicted: f64,
+}
+
+/// First line of a checkpoint: what the points were evaluated for.
+#[derive(Serialize, Deserialize, PartialEq)]
+struct Header {
+    base: String,
+    free: Vec<String>,
+    figures: Vec<Figure>,
+    scale: f64,
+    seed: u64,
+    round: String,
+    window: String,
+    max_precondition: String,
+    member: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Point {
+    values: Vec<f64>,
+    /// The model's value of every figure; None when the card failed.
+    model: Option<Vec<f64>>,
+}
+
+/// Evaluated points, remembered in memory and in the checkpoint file.
+struct Evaluator<'a> {
+    base: &'static Preset,
+    free: &'a [&'static ParamDef],
+    figures: &'a [Figure],
+    run: &'a FitRun,
+    cache: HashMap<String, Option<Vec<f64>>>,
+    file: std::fs::File,
+    bar: ProgressBar,
+    evaluated: usize,
+}
+
+fn key(values: &[f64]) -> String {
+    values
+        .iter()
+        .map(|v| format!("{v:.6e}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+impl Evaluator<'_> {
+    fn values(&self, x: &[f64]) -> Vec<f64> {
+        self.free
+            .iter()
+            .zip(x)
+            .map(|(d, &x)| fit::denormalise(d, x))
+            .collect()
+    }
+
+    /// The model's figures at normalised point `x`.
+    fn model(&mut self, x: &[f64]) -> Option<Vec<f64>> {
+        let values = self.values(x);
+        let k = key(&values);
+        if let Some(m) = self.cache.get(&k) {
+            return m.clone();
+        }
+        let p = fit::apply(self.base, self.free, &values);
+        let m = if p.vsl.check("fit").is_ok() {
+            let p: &'static Preset = Box::leak(Box::new(p));
+            fit::evaluate(p, self.figures, self.run).ok()
+        } else {
+            None
+        };
+        let line = serde_json::to_string(&Point {
+            values,
+            model: m.clone(),
+        })
+        .expect("serialisable");
+        // The checkpoint is what makes an interrupted fit resumable: a
+        // point is on disk before the search moves on.
+        let _ = writeln!(self.file, "{line}");
+        let _ = self.file.flush();
+        self.cache.insert(k, m.clone());
+        self.evaluated += 1;
+        self.bar.inc(1);
+        m
+    }
+
+    fn cost(&mut self, x: &[f64], use_fig: &[bool]) -> f64 {
+        match self.model(x) {
+            Some(m) => fit::cost(self.figures, &m, use_fig),
+            None => 1e9,
+        }
+    }
+}
+
+fn list_params() {
+    println!("{:<24} {:>10} {:>10}  why", "parameter", "low", "high");
+    for p in fit::PARAMS {
+        println!("{:<24} {:>10} {:>10}  {}", p.name, p.lo, p.hi, p.why);
+    }
+    println!(
+        "\ndefault free set: {}\nstatistics: {}",
+        fit::DEFAULT_FREE.join(","),
+        fit::STATISTICS
+            .iter()
+            .map(|(s, _)| *s)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+}
+
+pub fn fit(a: FitArgs) -> Result<()> {
+    if a.list_params {
+        list_params();
+        return Ok(());
+    }
+    // Every input is checked before anything is written.
+    let out = a.out.clone().expect("clap requires --out");
+    let figures_path = a.figures.clone().expect("clap requires FIGURES");
+    if out.extension().is_none_or(|e| e != "toml") {
+        bail!("--out: {} must end in .toml (a preset file)", out.display());
+    }
+    if a.review_tolerance.is_nan() || a.review_tolerance <= 0.0 {
+        bail!("--review-tolerance: {} must be > 0", a.review_tolerance);
+    }
+    fit::parse_format(&a.review_format).map_err(|e| anyhow!("--review-format: {e}"))?;
+    let figures = fit::load_figures(&figures_path, &a.review_format, a.review_tolerance)
+        .map_err(|e| anyhow!("{e}"))?;
+    let base = Preset::resolve(&a.device).map_err(|e| anyhow!("--device: {e}"))?;
+    let free_names: Vec<String> = match &a.free {
+        Some(f) => f.split(',').map(|s| s.trim().to_string()).collect(),
+        None => fit::DEFAULT_FREE.iter().map(|s| s.to_string()).collect(),
+    };
+    let free: Vec<&'static ParamDef> = free_names
+        .iter()
+        .map(|n| fit::param(n).map_err(|e| anyhow!("--free: {e}")))
+        .collect::<Result<_>>()?;
+    if free.is_empty() {
+        bail!("--free: no parameters");
+    }
+    let scale: f64 = a
+        .scale
+        .parse()
+        .ok()
+        .filter(|v: &f64| *v > 0.0 && *v <= 1.0)
+        .ok_or_else(|| anyhow!("--scale: '{}' must be a number in (0, 1]", a.scale))?;
+    if !(a.step > 0.0 && a.step <= 0.5) {
+        bail!("--step: {} must be in (0, 0.5]", a.step);
+    }
+    let run = FitRun {
+        scale,
+        seed: a.seed,
+        round: a.round.clone(),
+        window: a.window.clone(),
+        max_precondition: a.max_precondition.clone(),
+        member: device::MemberSel::parse(&a.member).map_err(|e| anyhow!("--member: {e}"))?,
+    };
+    if let Some(p) = &a.predict {
+        fit::parse_format(p).map_err(|e| anyhow!("--predict: {e}"))?;
+    }
+    lab::review::ReviewPlan {
+        round: run.round.clone(),
+        window: run.window.clone(),
+        max_precondition: run.max_precondition.clone(),
+        ..Default::default()
+    }
+    .timing(false)
+    .map_err(|e| anyhow!("{e}"))?;
+
+    // The checkpoint: its header must be this fit's, else refuse.
+    let ck_path = a.checkpoint.clone().unwrap_or_else(|| {
+        let mut p = out.clone().into_os_string();
+        p.push(".checkpoint.jsonl");
+        PathBuf::from(p)
+    });
+    let header = Header {
+        base: serde_json::to_string(&device::preset_file::PresetFile::of(base))?,
+        free: free_names.clone(),
+        figures: figures.clone(),
+        scale,
+        seed: a.seed,
+        round: a.round.clone(),
+        window: a.window.clone(),
+        max_precondition: a.max_precondition.clone(),
+        member: a.member.clone(),
+    };
+    let cache = read_checkpoint(&ck_path, &header)?;
+    let resumed = cache.len();
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&ck_path)
+        .with_context(|| format!("cannot write the checkpoint {}", ck_path.display()))?;
+    if resumed == 0 {
+        file.set_len(0)?;
+        writeln!(file, "{}", serde_json::to_string(&header)?)?;
+    } else if !std::fs::read(&ck_path)?.ends_with(b"\n") {
+        // The last line was torn by an interruption: end it, so the next
+        // point starts a line of its own.
+        writeln!(file)?;
+    }
+
+    let n = free.len() as u64;
+    let searches = 1 + if a.loo { figures.len() as u64 } else { 0 };
+    // Nelder-Mead evaluates about n + 1 points to start and 1-2 per
+    // iteration (n more on a shrink): an estimate for the bar and ETA.
+    let estimate = searches * (n + 1 + 2 * a.max_iters);
+    let bar = if a.quiet {
+        ProgressBar::hidden()
+    } else {
+        let b = ProgressBar::with_draw_target(Some(estimate), ProgressDrawTarget::stderr());
+        b.set_style(
+            ProgressStyle::with_template(
+                "fit [{bar:30}] {pos}/~{len} evaluations, {elapsed} elapsed, eta {eta} {wide_msg}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        b
+    };
+    if resumed > 0 && !a.quiet {
+        bar.println(format!(
+            "resuming: {resumed} evaluated points from {}",
+            ck_path.display()
+        ));
+    }
+    let mut ev = Evaluator {
+        base,
+        free: &free,
+        figures: &figures,
+        run: &run,
+        cache,
+        file,
+        bar: bar.clone(),
+        evaluated: 0,
+    };
+    let all = vec![true; figures.len()];
+    let x0: Vec<f64> = free.iter().map(|d| fit::normalise(d, base)).collect();
+    let cost_before = ev.cost(&x0, &all);
+    bar.set_message("search");
+    let (best, cost) =
+        fit::nelder_mead(&x0, a.step, a.seed, a.max_iters, &mut |x| ev.cost(x, &all))
+            .map_err(|e| anyhow!("search: {e}"))?;
+    let (best, cost) = if cost_before <= cost {
+        (x0.clone(), cost_before)
+    } else {
+        (best, cost)
+    };
+    let fitted_model = ev
+        .model(&best)
+        .ok_or_else(|| anyhow!("the best point's card failed to build"))?;
+
+    let mut loo = vec![None; figures.len()];
+    if a.loo {
+        for j in 0..figures.len() {
+            bar.set_message(format!("leave-one-out {}/{}", j + 1, figures.len()));
+            let mut use_fig = all.clone();
+            use_fig[j] = false;
+            let (bj, _) = fit::nelder_mead(&best, a.step / 2.0, a.seed, a.max_iters, &mut |x| {
+                ev.cost(x, &use_fig)
+            })
+            .map_err(|e| anyhow!("leave-one-out search: {e}"))?;
+            loo[j] = ev.model(&bj).map(|m| m[j]);
+        }
+    }
+    bar.finish_and_clear();
+
+    let values = ev.values(&best);
+    let mut fitted = fit::apply(base, &free, &values);
+    let name = a
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{}-fit", base.name));
+    fitted.name = Box::leak(name.into_boxed_str());
+    fitted.description = Box::leak(
+        format!(
+            "{} fitted by vsl fit to {} figures of {} ({})",
+            base.name,
+            figures.len(),
+            figures_path.display(),
+            free_names.join(", ")
+        )
+        .into_boxed_str(),
+    );
+    let text = device::preset_file::to_toml(&fitted);
+    // The written file must load back.
+    device::preset_file::parse(&text, &out.display().to_string())
+        .map_err(|e| anyhow!("fitted preset does not check: {e}"))?;
+    std::fs::write(&out, &text).with_context(|| format!("cannot write {}", out.display()))?;
+
+    let figs: Vec<FigureReport> = figures
+        .iter()
+        .zip(&fitted_model)
+        .zip(&loo)
+        .map(|((f, &m), l)| FigureReport {
+            figure: f.label(),
+            measured: f.value,
+            tolerance: f.tolerance,
+            fitted: m,
+            error_pct: (m / f.value - 1.0) * 100.0,
+            within_tolerance: (m / f.value - 1.0).abs() <= f.tolerance,
+            loo_predicted: *l,
+            loo_error_pct: l.map(|l| (l / f.value - 1.0) * 100.0),
+        })
+        .collect();
+    let params: Vec<ParamReport> = free
+        .iter()
+        .zip(&best)
+        .zip(&values)
+        .zip(&x0)
+        .map(|(((d, &x), &v), &x0)| ParamReport {
+            name: d.name,
+            lo: d.lo,
+            hi: d.hi,
+            base: fit::denormalise(d, x0),
+            fitted: v,
+            at_bound: if x <= 0.005 {
+                Some("low")
+            } else if x >= 0.995 {
+                Some("high")
+            } else {
+                None
+            },
+            why: d.why,
+        })
+        .collect();
+    let report = Report {
+        tool: "openvsl-fit",
+        base: base.name,
+        out: out.display().to_string(),
+        run: &run,
+        cost_before,
+        cost,
+        evaluations: ev.cache.len(),
+        figures: figs,
+        parameters: params,
+        predictions: Vec::new(),
+    };
+    let mut report = report;
+    if let Some(fmt) = &a.predict {
+        let preds: Vec<Figure> = figures
+            .iter()
+            .map(|f| Figure {
+                format: fmt.clone(),
+                ..f.clone()
+            })
+            .collect();
+        let leaked: &'static Preset = Box::leak(Box::new(fitted.clone()));
+        let m = fit::evaluate(leaked, &preds, &run).map_err(|e| anyhow!("--predict: {e}"))?;
+        report.predictions = preds
+            .iter()
+            .zip(m)
+            .map(|(f, v)| Prediction {
+                figure: f.label(),
+                predicted: v,
+            })
+            .collect();
+    }
+    if let Some(j) = &a.json {
+        crate::output::write_json(j, &report)?;
+    }
+    if !a.quiet {
+        print_report(&report, resumed, ev.evaluated);
+    }
+    Ok(())
+}
+
+fn read_checkpoint(path: &Path, header: &Header) -> Result<HashMap<String, Option<Vec<f64>>>> {
+    let mut cache = HashMap::new();
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(cache);
+    };
+    let mut lines = text.lines();
+    let Some(first) = lines.next() else {
+        return Ok(cache);
+    };
+    let h: Header = serde_json::from_str(first).map_err(|_| {
+        anyhow!(
+            "{}: not a vsl fit checkpoint; remove it or give another --checkpoint",
+            path.display()
+        )
+    })?;
+    if h != *header {
+        bail!(
+            "{}: the checkpoint of another fit (other figures, base, free parameters or run options); remove it or give another --checkpoint",
+            path.display()
+        );
+    }
+    for l in lines {
+        // A line cut short by an interruption is dropped (re-evaluated).
+        if let Ok(p) = serde_json::from_str::<Point>(l) {
+            cache.insert(key(&p.values), p.model);
+        }
+    }
+    Ok(cache)
+}
+
+fn print_report(r: &Report, resumed: usize, evaluated: usize) {
+    println!(
+        "vsl fit: {} evaluations ({} from the checkpoint, {} run), cost {:.3} -> {:.3}",
+        resumed + evaluated,
+        resumed,
+        evaluated,
+        r.cost_before,
+        r.cost
+    );
+    println!(
+        "\n{:<44} {:>12} {:>12} {:>8} {:>6} {:>12}",
+        "figure", "measured", "fitted", "error", "tol", "LOO error"
+    );
+    for f in &r.figures {
+        println!(
+            "{:<44} {:>12.1} {:>12.1} {:>7.1}% {:>5.0}% {:>12}",
+            f.figure,
+            f.measured,
+            f.fitted,
+            f.error_pct,
+            f.tolerance * 100.0,
+            f.loo_error_pct
+                .map(|e| format!("{e:.1}%"))
+                .unwrap_or_else(|| "-".into())
+        );
+    }
+    println!(
+        "\n{:<24} {:>12} {:>12} {:>12} {:>12}  bound",
+        "parameter", "low", "high", "base", "fitted"
+    );
+    for p in &r.parameters {
+        println!(
+            "{:<24} {:>12} {:>12} {:>12.4} {:>12.4}  {}",
+            p.name,
+            p.lo,
+            p.hi,
+            p.base,
+            p.fitted,
+            p.at_bound.unwrap_or("-")
+        );
+    }
+    for p in &r.predictions {
+        println!("predicted: {:<44} {:>12.1}", p.figure, p.predicted);
+    }
+    println!("\nwrote {}", r.out);
+}

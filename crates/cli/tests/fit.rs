@@ -1,0 +1,219 @@
+//! `vsl fit` (issue 29): bad input is one line and writes nothing; a fit
+//! from a review of a card whose preset it is not told recovers the hidden
+//! parameter, predicts the card at another over-provisioning, and a rerun
+//! resumes from the checkpoint. All in virtual time (deterministic); the
+//! same loop on an attached card is `fit_loop.rs` and `bench/fit_loop.sh`.
+
+mod common;
+use common::{assert_one_line_error, vsl};
+use std::path::{Path, PathBuf};
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("vsl-fit-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+const FIGURE: &str = "[[figure]]\ntest = \"4k-randwrite\"\nformat = \"stock\"\nthreads = 16\nqd = 16\nstatistic = \"iops\"\nvalue = 42644\ntolerance = 0.05\n";
+
+#[test]
+fn fit_bad_input_is_one_line_and_writes_nothing() {
+    let dir = tmp("bad");
+    let out = dir.join("out.toml");
+    let o = out.to_str().unwrap();
+    let write = |name: &str, text: &str| -> String {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let cases: Vec<(String, &str)> = vec![
+        (write("stat.toml", &FIGURE.replace("\"iops\"", "\"speed\"")), "unknown statistic 'speed'"),
+        (write("tol0.toml", &FIGURE.replace("tolerance = 0.05", "tolerance = 0")), "tolerance = 0 must be > 0"),
+        (write("tolneg.toml", &FIGURE.replace("tolerance = 0.05", "tolerance = -0.1")), "tolerance = -0.1 must be > 0"),
+        (write("test.toml", &FIGURE.replace("4k-randwrite", "4k-nothing")), "unknown test '4k-nothing'"),
+        (write("fmt.toml", &FIGURE.replace("\"stock\"", "\"huge\"")), "unknown format 'huge'"),
+        (write("field.toml", &FIGURE.replace("qd = 16", "qd = 16\ncolour = 1")), "unknown field `colour`"),
+        (write("fio.json", "{\"fio version\": \"fio-3.36\", \"jobs\": []}"), "fio's JSON, not a `vsl review` results.json"),
+        (write("other.json", "{\"tool\": \"sysbench\", \"targets\": []}"), "'sysbench' JSON, not a `vsl review`"),
+        (write("bad.csv", "test,format,threads,qd,statistic,value,tolerance\n4k-randwrite,stock,16,16,iops,42644,0\n"), "tolerance = 0 must be > 0"),
+        (write("short.csv", "test,format,threads,qd,statistic,value,tolerance\n4k-randwrite,stock,16\n"), "3 columns, expected 7"),
+        (write("empty.txt", ""), "expected a .toml or .csv"),
+    ];
+    for (file, needle) in &cases {
+        assert_one_line_error(&["fit", file, "--out", o, "-q"], needle);
+        assert!(!out.exists(), "{file}: wrote {o}");
+        assert!(
+            !Path::new(&format!("{o}.checkpoint.jsonl")).exists(),
+            "{file}: wrote a checkpoint"
+        );
+    }
+    let good = write("good.toml", FIGURE);
+    assert_one_line_error(
+        &["fit", &good, "--out", o, "--free", "vsl.colour", "-q"],
+        "unknown free parameter 'vsl.colour'",
+    );
+    assert_one_line_error(
+        &[
+            "fit",
+            &good,
+            "--out",
+            o,
+            "--device",
+            "/nonexistent/p.toml",
+            "-q",
+        ],
+        "/nonexistent/p.toml",
+    );
+    assert_one_line_error(&["fit", &good, "--out", o, "--scale", "2", "-q"], "--scale");
+    assert!(!out.exists());
+}
+
+const SCALE: &str = "0.01";
+
+/// A small review plan: the 4K random-write analysis at 16T/16Q only.
+fn plan(dir: &Path) -> String {
+    let p = dir.join("plan.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "profiles = [\"4k-randwrite\"]\nmatrix_threads = [16]\nmatrix_qd = [16]\nround = \"10s\"\n\
+             window = \"20s\"\nmax_precondition = \"300s\"\nstandard = false\nsysbench = false\n\
+             ioanalyzer = false\nscale = {SCALE}\n"
+        ),
+    )
+    .unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+/// `vsl review` of one target with the small plan: its results.json.
+fn review(dir: &Path, target: &str, tag: &str) -> serde_json::Value {
+    let out = dir.join(tag);
+    let (code, _, err) = vsl(&[
+        "review",
+        "--target",
+        target,
+        "--plan",
+        &plan(dir),
+        "--out",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(code, 0, "review {target}: {err}");
+    serde_json::from_str(&std::fs::read_to_string(out.join("lab_results.json")).unwrap()).unwrap()
+}
+
+fn iops(r: &serde_json::Value) -> f64 {
+    r["targets"][0]["profiles"][0]["matrix"][0]["stats"]["iops"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn fit_recovers_a_hidden_reserve_and_predicts_another_format() {
+    let dir = tmp("loop");
+    // The hidden card: the 640 MLC with 18 % reserved instead of 12 %.
+    let (_, text, _) = vsl(&["devices", "--show", "iodrive-duo-640-mlc"]);
+    let hidden_text = text.replace("reserved_fraction = 0.12", "reserved_fraction = 0.18");
+    assert_ne!(hidden_text, text);
+    let hidden = dir.join("hidden.toml");
+    std::fs::write(&hidden, hidden_text).unwrap();
+    let h = hidden.to_str().unwrap();
+    let measured = review(&dir, &format!("{h}:stock"), "measured");
+    let results = dir.join("measured/lab_results.json");
+
+    let fitted = dir.join("fitted.toml");
+    let report = dir.join("report.json");
+    let args = [
+        "fit",
+        results.to_str().unwrap(),
+        "--device",
+        "iodrive-duo-640-mlc",
+        "--free",
+        "vsl.reserved_fraction",
+        "--scale",
+        SCALE,
+        "--window",
+        "20s",
+        "--review-tolerance",
+        "0.02",
+        "--max-iters",
+        "15",
+        "--out",
+        fitted.to_str().unwrap(),
+        "--json",
+        report.to_str().unwrap(),
+    ];
+    let (code, out, err) = vsl(&args);
+    assert_eq!(code, 0, "{err}");
+    println!("{out}");
+    let rep: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let fitted_reserve = rep["parameters"][0]["fitted"].as_f64().unwrap();
+    println!(
+        "hidden reserve 0.18, fitted {fitted_reserve:.4}; cost {} -> {}",
+        rep["cost_before"], rep["cost"]
+    );
+    assert!(rep["cost"].as_f64().unwrap() < rep["cost_before"].as_f64().unwrap());
+    assert!(
+        (fitted_reserve - 0.18).abs() < 0.03,
+        "fitted reserve {fitted_reserve}"
+    );
+    for f in rep["figures"].as_array().unwrap() {
+        assert!(f["within_tolerance"].as_bool().unwrap(), "{f}");
+    }
+
+    // Predict the card at the high-performance format (36 % over-provisioning), and measure it there.
+    let f = fitted.to_str().unwrap();
+    let predicted = iops(&review(&dir, &format!("{f}:hp"), "predicted"));
+    let truth = iops(&review(&dir, &format!("{h}:hp"), "truth"));
+    let base = iops(&review(&dir, "iodrive-duo-640-mlc:hp", "base"));
+    println!(
+        "4K random write at hp: predicted {predicted:.0}, measured {truth:.0} ({:+.1} %), unfitted base {base:.0} ({:+.1} %); stock measured {:.0}",
+        (predicted / truth - 1.0) * 100.0,
+        (base / truth - 1.0) * 100.0,
+        iops(&measured)
+    );
+    assert!((predicted / truth - 1.0).abs() < 0.05, "prediction off");
+
+    // A rerun resumes: every point comes from the checkpoint and the
+    // fitted file is the same.
+    let first = std::fs::read(&fitted).unwrap();
+    let (code, out, err) = vsl(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("run), cost") && out.contains(" 0 run"),
+        "{out}"
+    );
+    assert_eq!(first, std::fs::read(&fitted).unwrap());
+    // An interrupted fit (its checkpoint cut to the header and the first
+    // half of its points, the last line torn) continues where it stopped
+    // and ends at the same preset.
+    let ck = dir.join("fitted.toml.checkpoint.jsonl");
+    let text = std::fs::read_to_string(&ck).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let keep = 1 + (lines.len() - 1) / 2;
+    let mut cut = lines[..keep].join("\n");
+    cut.push_str("\n{\"values\":[0.1");
+    std::fs::write(&ck, cut).unwrap();
+    let (code, out, err) = vsl(&args);
+    assert_eq!(code, 0, "{err}");
+    let resumed = format!(
+        "({} from the checkpoint, {} run)",
+        keep - 1,
+        lines.len() - keep
+    );
+    assert!(out.contains(&resumed), "{out} lacks {resumed}");
+    assert_eq!(first, std::fs::read(&fitted).unwrap());
+    // A checkpoint of another fit is refused in one line.
+    let other: Vec<&str> = args
+        .iter()
+        .map(|a| if *a == "15" { "16" } else { *a })
+        .chain(["--seed", "2"])
+        .collect();
+    assert_one_line_error(&other, "the checkpoint of another fit");
+    // The fitted preset is a preset file like any other.
+    let (code, show, _) = vsl(&["devices", "--show", f]);
+    assert_eq!(code, 0);
+    assert!(show.contains("calibrated: vsl fit"), "{show}");
+}

@@ -1,0 +1,169 @@
+//! Presets as data (issue 29): `vsl devices --show` prints a built-in
+//! preset's file, a file preset runs byte-identically to the built-in it
+//! copies, `--device-dir` lists files, and a malformed or out-of-range
+//! field is one line naming the file and the field.
+
+mod common;
+use common::{assert_one_line_error, vsl};
+use std::path::PathBuf;
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("vsl-presets-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn show_prints_the_built_in_file() {
+    for name in ["iodrive-duo-640-mlc", "micron-p420m-1400", "zdrive-r4-cm88"] {
+        let (code, out, err) = vsl(&["devices", "--show", name]);
+        assert_eq!(code, 0, "{err}");
+        let file = std::fs::read_to_string(repo().join(format!("presets/{name}.toml"))).unwrap();
+        assert_eq!(out, file, "{name}");
+    }
+}
+
+fn run_json(device: &str, dir: &std::path::Path, tag: &str) -> Vec<u8> {
+    let json = dir.join(format!("{tag}.json"));
+    let (code, _, err) = vsl(&[
+        "run",
+        "--device",
+        device,
+        "--scale",
+        "0.02",
+        "--precondition",
+        "--duration",
+        "5s",
+        "--profile",
+        "4k-randwrite",
+        "--seed",
+        "3",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::read(&json).unwrap()
+}
+
+#[test]
+fn a_copied_preset_file_runs_byte_identically() {
+    let dir = tmp("copy");
+    let (_, text, _) = vsl(&["devices", "--show", "iodrive-duo-1280-mlc"]);
+    let file = dir.join("copy.toml");
+    std::fs::write(&file, &text).unwrap();
+    let a = run_json("iodrive-duo-1280-mlc", &dir, "builtin");
+    let b = run_json(file.to_str().unwrap(), &dir, "file");
+    assert!(a == b, "a file copy of the preset gave other results");
+    // A changed parameter changes the result (the file is really read).
+    let changed = text.replace("gc_share = 0.5", "gc_share = 0.2");
+    assert_ne!(changed, text);
+    std::fs::write(&file, changed).unwrap();
+    let c = run_json(file.to_str().unwrap(), &dir, "changed");
+    assert!(a != c, "gc_share 0.2 gave the same bytes as 0.5");
+}
+
+#[test]
+fn device_dir_lists_built_in_and_file_presets() {
+    let dir = tmp("dir");
+    let (_, text, _) = vsl(&["devices", "--show", "iodrive-160-slc"]);
+    let text = text.replace("name = \"iodrive-160-slc\"", "name = \"my-card\"");
+    std::fs::write(dir.join("my-card.toml"), text).unwrap();
+    let (code, out, err) = vsl(&["devices", "--json", "--device-dir", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 14, "{names:?}");
+    assert_eq!(names[0], "iodrive-duo-640-mlc");
+    assert_eq!(names[13], "my-card");
+    assert!(v[13]["origin"].as_str().unwrap().ends_with("my-card.toml"));
+    let (code, out, _) = vsl(&["devices", "--device-dir", dir.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(out.contains("my-card ("), "{out}");
+}
+
+#[test]
+fn bad_preset_files_are_one_line_naming_the_field() {
+    let dir = tmp("bad");
+    let (_, text, _) = vsl(&["devices", "--show", "iodrive-duo-640-mlc"]);
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "gc_share = 0.5",
+            "gc_share = 1.7",
+            "vsl.gc_share = 1.7 is out of range 0.01..=1",
+        ),
+        (
+            "reserved_fraction = 0.12",
+            "reserved_fraction = -0.1",
+            "vsl.reserved_fraction = -0.1 is out of range",
+        ),
+        (
+            "banks = 4",
+            "banks = 0",
+            "geometry.banks = 0 is out of range 1..=64",
+        ),
+        (
+            "program_ns = 900000",
+            "program_ns = 90",
+            "nand.program_ns = 90 is out of range",
+        ),
+        (
+            "cell = \"mlc\"",
+            "cell = \"qlc\"",
+            "nand.cell = \"qlc\" is not one of",
+        ),
+        ("[power]", "[power]\nfan_rpm = 3", "unknown field `fan_rpm`"),
+        (
+            "buffer_units = 16",
+            "buffer_units = \"big\"",
+            "invalid type",
+        ),
+        (
+            "\"vsl.gc_share\" = \"assumption: a design value, not fitted (docs/MODEL.md)\"\n",
+            "",
+            "sources.\"vsl.gc_share\" is missing",
+        ),
+        (
+            "\"vsl.gc_share\" = \"assumption:",
+            "\"vsl.gc_share\" = \"guess:",
+            "must start with one of",
+        ),
+    ];
+    for (i, (from, to, needle)) in cases.iter().enumerate() {
+        assert!(text.contains(from), "case {i}: {from}");
+        let file = dir.join(format!("bad{i}.toml"));
+        std::fs::write(&file, text.replacen(from, to, 1)).unwrap();
+        let f = file.to_str().unwrap();
+        assert_one_line_error(&["run", "--device", f, "--duration", "1s", "-q"], needle);
+        assert_one_line_error(&["run", "--device", f, "--duration", "1s", "-q"], f);
+        assert_one_line_error(&["devices", "--show", f], needle);
+    }
+    assert_one_line_error(
+        &["run", "--device", "/nonexistent/x.toml", "-q"],
+        "/nonexistent/x.toml",
+    );
+    assert_one_line_error(
+        &["run", "--device", "no-such-card", "-q"],
+        "unknown device 'no-such-card'",
+    );
+    assert_one_line_error(
+        &[
+            "review",
+            "--target",
+            "/nonexistent/y.toml:hp",
+            "--quick",
+            "-q",
+        ],
+        "/nonexistent/y.toml",
+    );
+}

@@ -1,0 +1,526 @@
+//! `vsl fit` (issue 29): fits a preset's free parameters to measured
+//! figures. Each objective evaluation runs the figures' tests on a scaled
+//! card with the review's own code ([`crate::review::review_target`]: SNIA
+//! steady-state preconditioning, then the thread × queue-depth matrix) and
+//! sums the tolerance-normalised squared errors. The search is argmin's
+//! Nelder-Mead over the parameters normalised to their ranges.
+
+use crate::review::{review_target, ModelTarget, ReviewPlan, TargetResult};
+use crate::stats::IntervalStats;
+use device::{CardConfig, Format, Preset};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use workload::units::{parse_percent, parse_size};
+use workload::Profile;
+
+/// The statistics a figure can name, and how to read them off a run.
+pub const STATISTICS: &[(&str, &str)] = &[
+    ("iops", "I/Os per second"),
+    ("read_iops", "read I/Os per second"),
+    ("write_iops", "write I/Os per second"),
+    ("mbps", "MB/s (10^6 bytes)"),
+    ("mean_lat_us", "mean latency, µs"),
+    ("p50_lat_us", "median latency, µs"),
+    ("p99_lat_us", "99th percentile latency, µs"),
+    ("p999_lat_us", "99.9th percentile latency, µs"),
+    ("lat_stddev_us", "latency standard deviation, µs"),
+    ("max_lat_us", "peak latency, µs"),
+    ("wa", "write amplification (modelled cards only)"),
+];
+
+fn statistic(s: &IntervalStats, name: &str) -> f64 {
+    match name {
+        "iops" => s.iops,
+        "read_iops" => s.read_iops,
+        "write_iops" => s.write_iops,
+        "mbps" => s.mb_per_s,
+        "mean_lat_us" => s.lat_avg_us,
+        "p50_lat_us" => s.lat_p50_us,
+        "p99_lat_us" => s.lat_p99_us,
+        "p999_lat_us" => s.lat_p999_us,
+        "lat_stddev_us" => s.lat_stddev_us,
+        "max_lat_us" => s.lat_max_us,
+        "wa" => s.write_amplification,
+        _ => unreachable!("statistic checked on load"),
+    }
+}
+
+/// One measured figure: a review profile (`test`) at a format and a
+/// thread × queue-depth point, in steady state.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Figure {
+    /// A workload profile (`vsl profiles`), e.g. 4k-randwrite, 8k-7030.
+    pub test: String,
+    /// stock, hp, improved-write, max-write, op=PCT or capacity=SIZE.
+    pub format: String,
+    pub threads: u32,
+    pub qd: u32,
+    /// One of [`STATISTICS`].
+    pub statistic: String,
+    pub value: f64,
+    /// Relative tolerance (0.1 = ±10 %): the error unit of the objective.
+    pub tolerance: f64,
+}
+
+impl Figure {
+    pub fn label(&self) -> String {
+        format!(
+            "{} {} {}T/{}Q {}",
+            self.test, self.format, self.threads, self.qd, self.statistic
+        )
+    }
+
+    fn check(&self, origin: &str, i: usize) -> Result<(), String> {
+        let at = format!("{origin}: figure {} ({})", i + 1, self.label());
+        if Profile::by_name(&self.test).is_none() {
+            return Err(format!(
+                "{at}: unknown test '{}' (a profile of `vsl profiles`)",
+                self.test
+            ));
+        }
+        parse_format(&self.format).map_err(|e| format!("{at}: {e}"))?;
+        if !STATISTICS.iter().any(|(s, _)| *s == self.statistic) {
+            return Err(format!(
+                "{at}: unknown statistic '{}' (expected one of {})",
+                self.statistic,
+                STATISTICS
+                    .iter()
+                    .map(|(s, _)| *s)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if !(self.tolerance > 0.0 && self.tolerance.is_finite()) {
+            return Err(format!(
+                "{at}: tolerance = {} must be > 0 (a relative tolerance, 0.1 = ±10 %)",
+                self.tolerance
+            ));
+        }
+        if !(self.value > 0.0 && self.value.is_finite()) {
+            return Err(format!("{at}: value = {} must be > 0", self.value));
+        }
+        if !(1..=1024).contains(&self.threads) || !(1..=4096).contains(&self.qd) {
+            return Err(format!(
+                "{at}: threads {} / qd {} out of range 1..=1024 / 1..=4096",
+                self.threads, self.qd
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A format as a figure spells it.
+pub fn parse_format(s: &str) -> Result<Format, String> {
+    if let Some(op) = s.strip_prefix("op=") {
+        Ok(Format::Overprovision(parse_percent(op)?))
+    } else if let Some(c) = s.strip_prefix("capacity=") {
+        Ok(Format::Capacity(parse_size(c)?))
+    } else {
+        Format::parse(s)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FiguresToml {
+    figure: Vec<Figure>,
+}
+
+/// Reads a figures table: TOML (`[[figure]]` tables) or CSV (header
+/// `test,format,threads,qd,statistic,value,tolerance`), or a `vsl review`
+/// results.json of a real device (`review_format` and `review_tolerance`
+/// then say what it was formatted as and how closely to fit it).
+pub fn load_figures(
+    path: &std::path::Path,
+    review_format: &str,
+    review_tolerance: f64,
+) -> Result<Vec<Figure>, String> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{origin}: {e}"))?;
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let figures = match ext {
+        "toml" => {
+            let t: FiguresToml = toml::from_str(&text)
+                .map_err(|e| format!("{origin}: {}", e.message().trim().replace('\n', " ")))?;
+            t.figure
+        }
+        "csv" => parse_csv(&text, &origin)?,
+        "json" => from_review_json(&text, &origin, review_format, review_tolerance)?,
+        _ => {
+            return Err(format!(
+                "{origin}: expected a .toml or .csv figures table or a vsl review results.json"
+            ))
+        }
+    };
+    if figures.is_empty() {
+        return Err(format!("{origin}: no figures"));
+    }
+    for (i, f) in figures.iter().enumerate() {
+        f.check(&origin, i)?;
+    }
+    Ok(figures)
+}
+
+fn parse_csv(text: &str, origin: &str) -> Result<Vec<Figure>, String> {
+    const HEADER: &str = "test,format,threads,qd,statistic,value,tolerance";
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'));
+    match lines.next() {
+        Some((_, h)) if h.replace(' ', "") == HEADER => {}
+        _ => {
+            return Err(format!(
+                "{origin}: the first line must be the header {HEADER}"
+            ))
+        }
+    }
+    lines
+        .map(|(n, l)| {
+            let c: Vec<&str> = l.split(',').map(str::trim).collect();
+            let at = |what: &str| format!("{origin}:{}: {what}", n + 1);
+            if c.len() != 7 {
+                return Err(at(&format!("{} columns, expected 7", c.len())));
+            }
+            let num = |i: usize, name: &str| -> Result<f64, String> {
+                c[i].parse::<f64>()
+                    .map_err(|_| at(&format!("{name} '{}' is not a number", c[i])))
+            };
+            let int = |i: usize, name: &str| -> Result<u32, String> {
+                c[i].parse::<u32>()
+                    .map_err(|_| at(&format!("{name} '{}' is not a whole number", c[i])))
+            };
+            Ok(Figure {
+                test: c[0].into(),
+                format: c[1].into(),
+                threads: int(2, "threads")?,
+                qd: int(3, "qd")?,
+                statistic: c[4].into(),
+                value: num(5, "value")?,
+                tolerance: num(6, "tolerance")?,
+            })
+        })
+        .collect()
+}
+
+/// The matrix points of a `vsl review` results.json (its first target) as
+/// figures: IOPS and mean latency of every profile's every point.
+fn from_review_json(
+    text: &str,
+    origin: &str,
+    format: &str,
+    tolerance: f64,
+) -> Result<Vec<Figure>, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("{origin}: not JSON ({e})"))?;
+    let tool = v.get("tool").and_then(|t| t.as_str()).unwrap_or("");
+    if tool != "openvsl" || v.get("targets").is_none() || v.get("plan").is_none() {
+        let what = if tool.is_empty() {
+            v.get("fio version")
+                .map(|_| "fio's".to_string())
+                .unwrap_or_else(|| "another tool's".into())
+        } else {
+            format!("'{tool}'")
+        };
+        return Err(format!(
+            "{origin}: {what} JSON, not a `vsl review` results.json (tool \"openvsl\" with plan and targets)"
+        ));
+    }
+    let targets = v["targets"].as_array().cloned().unwrap_or_default();
+    let Some(t) = targets.first() else {
+        return Err(format!("{origin}: the review has no targets"));
+    };
+    if targets.len() > 1 {
+        return Err(format!(
+            "{origin}: the review has {} targets; fit one device's review",
+            targets.len()
+        ));
+    }
+    let mut out = Vec::new();
+    for p in t["profiles"].as_array().into_iter().flatten() {
+        let test = p["profile"].as_str().unwrap_or_default();
+        for m in p["matrix"].as_array().into_iter().flatten() {
+            let (Some(threads), Some(qd)) = (m["threads"].as_u64(), m["qd"].as_u64()) else {
+                return Err(format!(
+                    "{origin}: a matrix point of {test} lacks threads/qd"
+                ));
+            };
+            for (stat, key) in [("iops", "iops"), ("mean_lat_us", "lat_avg_us")] {
+                let value = m["stats"][key].as_f64().ok_or_else(|| {
+                    format!("{origin}: {test} {threads}T/{qd}Q has no stats.{key}")
+                })?;
+                out.push(Figure {
+                    test: test.into(),
+                    format: format.into(),
+                    threads: threads as u32,
+                    qd: qd as u32,
+                    statistic: stat.into(),
+                    value,
+                    tolerance,
+                });
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(format!(
+            "{origin}: the review measured no profile matrix (run it with profiles)"
+        ));
+    }
+    Ok(out)
+}
+
+/// A parameter `vsl fit` may move, with its physical range.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ParamDef {
+    /// Dotted path in the preset file.
+    pub name: &'static str,
+    pub lo: f64,
+    pub hi: f64,
+    /// Rounded to a whole number (a boolean: 0 off, 1 on).
+    pub integer: bool,
+    /// Why this range (docs/MODEL.md, "vsl fit").
+    pub why: &'static str,
+}
+
+/// The free parameters: those docs/MODEL.md marks calibrated or assumption.
+/// NAND times move within the era's spread around the data-sheet value
+/// (multipliers of the base preset's figure).
+pub const PARAMS: &[ParamDef] = &[
+    ParamDef { name: "host.read_ns", lo: 5_000.0, hi: 60_000.0, integer: true, why: "calibrated: host software cost per read, 5-60 µs (a block driver to twice the first VSL's)" },
+    ParamDef { name: "host.write_ns", lo: 5_000.0, hi: 60_000.0, integer: true, why: "calibrated: host software cost per write, 5-60 µs" },
+    ParamDef { name: "vsl.reserved_fraction", lo: 0.05, hi: 0.25, integer: false, why: "calibrated: reserved erase units, 5-25 % (beyond the formatted spare)" },
+    ParamDef { name: "vsl.gc_share", lo: 0.1, hi: 1.0, integer: false, why: "assumption: the groomer's share of the array's move capacity" },
+    ParamDef { name: "vsl.gc_background_lebs", lo: 3.0, hi: 16.0, integer: true, why: "assumption: the high watermark, above the low one (2)" },
+    ParamDef { name: "vsl.buffer_units", lo: 4.0, hi: 64.0, integer: true, why: "assumption: the power-cut-protected write buffer, write units" },
+    ParamDef { name: "vsl.read_priority", lo: 0.0, hi: 1.0, integer: true, why: "paper/assumption: reads overtake queued programs (1) or not (0)" },
+    ParamDef { name: "nand.read_ns", lo: 0.8, hi: 1.5, integer: false, why: "data sheet range: × the base tR (typical to maximum of the era)" },
+    ParamDef { name: "nand.program_ns", lo: 0.7, hi: 1.6, integer: false, why: "data sheet range: × the base tPROG (typical to maximum of the era)" },
+];
+
+/// The default free set of `vsl fit`.
+pub const DEFAULT_FREE: &[&str] = &[
+    "host.read_ns",
+    "host.write_ns",
+    "vsl.reserved_fraction",
+    "vsl.gc_share",
+    "vsl.gc_background_lebs",
+];
+
+pub fn param(name: &str) -> Result<&'static ParamDef, String> {
+    PARAMS.iter().find(|p| p.name == name).ok_or_else(|| {
+        format!(
+            "unknown free parameter '{name}' (expected some of {})",
+            PARAMS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+        )
+    })
+}
+
+/// The base preset with the free parameters set (their real values, not
+/// normalised). NAND times are multipliers of the base's.
+pub fn apply(base: &Preset, free: &[&ParamDef], values: &[f64]) -> Preset {
+    let mut p = base.clone();
+    for (d, &v) in free.iter().zip(values) {
+        match d.name {
+            "host.read_ns" => p.host_read_ns = v.round() as u64,
+            "host.write_ns" => p.host_write_ns = v.round() as u64,
+            "vsl.reserved_fraction" => p.vsl.reserved_fraction = v,
+            "vsl.gc_share" => p.vsl.gc_share = v,
+            "vsl.gc_background_lebs" => p.vsl.gc_background_lebs = v.round() as u32,
+            "vsl.buffer_units" => p.vsl.buffer_units = v.round() as u64,
+            "vsl.read_priority" => p.vsl.read_priority = v >= 0.5,
+            "nand.read_ns" => p.timing.read_ns = (base.timing.read_ns as f64 * v).round() as u64,
+            "nand.program_ns" => {
+                p.timing.program_ns = (base.timing.program_ns as f64 * v).round() as u64
+            }
+            _ => unreachable!("checked by param()"),
+        }
+        p.sources
+            .insert(d.name.into(), format!("calibrated: vsl fit ({})", d.why));
+    }
+    p
+}
+
+/// The real value a normalised coordinate (clamped to 0..=1) stands for.
+pub fn denormalise(d: &ParamDef, x: f64) -> f64 {
+    let v = d.lo + x.clamp(0.0, 1.0) * (d.hi - d.lo);
+    if d.integer {
+        v.round()
+    } else {
+        v
+    }
+}
+
+/// The normalised coordinate of a preset's current value.
+pub fn normalise(d: &ParamDef, base: &Preset) -> f64 {
+    let v = match d.name {
+        "host.read_ns" => base.host_read_ns as f64,
+        "host.write_ns" => base.host_write_ns as f64,
+        "vsl.reserved_fraction" => base.vsl.reserved_fraction,
+        "vsl.gc_share" => base.vsl.gc_share,
+        "vsl.gc_background_lebs" => base.vsl.gc_background_lebs as f64,
+        "vsl.buffer_units" => base.vsl.buffer_units as f64,
+        "vsl.read_priority" => base.vsl.read_priority as u8 as f64,
+        "nand.read_ns" | "nand.program_ns" => 1.0,
+        _ => unreachable!(),
+    };
+    ((v - d.lo) / (d.hi - d.lo)).clamp(0.0, 1.0)
+}
+
+/// How each objective evaluation runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct FitRun {
+    pub scale: f64,
+    pub seed: u64,
+    /// Review timing (round, window, precondition cap), e.g. 10s, 5s, 300s.
+    pub round: String,
+    pub window: String,
+    pub max_precondition: String,
+    /// The ioMemory device(s) modelled (one member when the figures are of
+    /// one attached loop device).
+    pub member: device::MemberSel,
+}
+
+/// The model's value of every figure for one preset.
+pub fn evaluate(
+    preset: &'static Preset,
+    figures: &[Figure],
+    run: &FitRun,
+) -> Result<Vec<f64>, String> {
+    let mut by_format: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, f) in figures.iter().enumerate() {
+        by_format.entry(f.format.as_str()).or_default().push(i);
+    }
+    let mut out = vec![0.0; figures.len()];
+    for (format, idx) in by_format {
+        let mut cfg = CardConfig::new(preset);
+        cfg.format = parse_format(format)?;
+        cfg.scale = run.scale;
+        cfg.gc_seed = run.seed;
+        cfg.member = run.member;
+        let uniq = |f: &dyn Fn(&Figure) -> String| {
+            let mut v: Vec<String> = idx.iter().map(|&i| f(&figures[i])).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let profiles = uniq(&|f| f.test.clone());
+        let mut threads: Vec<u32> = idx.iter().map(|&i| figures[i].threads).collect();
+        threads.sort();
+        threads.dedup();
+        let mut qds: Vec<u32> = idx.iter().map(|&i| figures[i].qd).collect();
+        qds.sort();
+        qds.dedup();
+        let plan = ReviewPlan {
+            seed: run.seed,
+            scale: run.scale,
+            profiles,
+            matrix_threads: threads,
+            matrix_qd: qds,
+            round: run.round.clone(),
+            window: run.window.clone(),
+            max_precondition: run.max_precondition.clone(),
+            standard: false,
+            sysbench: false,
+            ioanalyzer: false,
+            ..ReviewPlan::default()
+        };
+        let mut target = ModelTarget::new(&format!("{}:{format}", preset.name), cfg)
+            .map_err(|e| e.to_string())?;
+        let r: TargetResult = review_target(&mut target, &plan, &mut |_| {});
+        if let Some(e) = r.error {
+            return Err(e);
+        }
+        for &i in &idx {
+            let f = &figures[i];
+            let p = r
+                .profiles
+                .iter()
+                .find(|p| p.profile == f.test)
+                .and_then(|p| {
+                    p.matrix
+                        .iter()
+                        .find(|m| m.threads == f.threads && m.qd == f.qd)
+                })
+                .ok_or_else(|| format!("no result for {}", f.label()))?;
+            out[i] = statistic(&p.stats, &f.statistic);
+        }
+    }
+    Ok(out)
+}
+
+/// Tolerance-normalised error of one figure: (model / measured − 1) / tol.
+pub fn error(f: &Figure, model: f64) -> f64 {
+    (model / f.value - 1.0) / f.tolerance
+}
+
+/// The objective: the sum of squared normalised errors of `use_fig`.
+pub fn cost(figures: &[Figure], model: &[f64], use_fig: &[bool]) -> f64 {
+    figures
+        .iter()
+        .zip(model)
+        .zip(use_fig)
+        .filter(|(_, &u)| u)
+        .map(|((f, &m), _)| error(f, m).powi(2))
+        .sum()
+}
+
+/// Nelder-Mead (argmin) over normalised coordinates, from `start` with an
+/// initial simplex of `step` along each axis (the direction of each step
+/// drawn from `seed`, so a seed is a different but repeatable start).
+/// `eval` is the objective; it sees coordinates clamped to 0..=1.
+pub fn nelder_mead(
+    start: &[f64],
+    step: f64,
+    seed: u64,
+    max_iters: u64,
+    eval: &mut dyn FnMut(&[f64]) -> f64,
+) -> Result<(Vec<f64>, f64), String> {
+    use argmin::core::{CostFunction, Executor};
+    use argmin::solver::neldermead::NelderMead;
+    use std::cell::RefCell;
+
+    type Objective<'a> = &'a mut dyn FnMut(&[f64]) -> f64;
+    struct Problem<'a> {
+        eval: RefCell<Objective<'a>>,
+    }
+    impl CostFunction for Problem<'_> {
+        type Param = Vec<f64>;
+        type Output = f64;
+        fn cost(&self, p: &Vec<f64>) -> Result<f64, argmin::core::Error> {
+            let x: Vec<f64> = p.iter().map(|v| v.clamp(0.0, 1.0)).collect();
+            Ok((self.eval.borrow_mut())(&x))
+        }
+    }
+    let mut rng = sim::Prng::from_seed(seed);
+    let mut simplex = vec![start.to_vec()];
+    for i in 0..start.len() {
+        let mut v = start.to_vec();
+        let up = rng.next_u64() & 1 == 0;
+        v[i] = if (up && v[i] + step <= 1.0) || v[i] - step < 0.0 {
+            v[i] + step
+        } else {
+            v[i] - step
+        };
+        simplex.push(v);
+    }
+    let solver = NelderMead::new(simplex)
+        .with_sd_tolerance(1e-3)
+        .map_err(|e| e.to_string())?;
+    let problem = Problem {
+        eval: RefCell::new(eval),
+    };
+    let res = Executor::new(problem, solver)
+        .configure(|s| s.max_iters(max_iters))
+        .run()
+        .map_err(|e| e.to_string())?;
+    let st = res.state();
+    let best = st
+        .best_param
+        .clone()
+        .ok_or("the search evaluated nothing")?
+        .into_iter()
+        .map(|v| v.clamp(0.0, 1.0))
+        .collect();
+    Ok((best, st.best_cost))
+}
