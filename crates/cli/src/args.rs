@@ -275,6 +275,10 @@ pub struct RunArgs {
     /// Write the intervals as CSV.
     #[arg(long)]
     pub csv: Option<std::path::PathBuf>,
+    /// Print the results on stdout in fio 3.33's format instead of the
+    /// summary: json, json+ (with clat_ns bins) or normal (fio's text).
+    #[arg(long, value_name = "json|json+|normal")]
+    pub output_format: Option<String>,
     /// No progress bar or table (errors still go to stderr).
     #[arg(long, short)]
     pub quiet: bool,

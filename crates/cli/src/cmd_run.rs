@@ -322,10 +322,23 @@ pub fn run(a: RunArgs) -> Result<()> {
     if let Some(path) = &a.job_file {
         return run_job_file(&a, path);
     }
+    let fio_format = a
+        .output_format
+        .as_deref()
+        .map(crate::fio_output::Format::parse)
+        .transpose()?;
     let duration_ns = duration_ns(&a)?;
     let progress = output::Progress::new(a.quiet, duration_ns);
     let done = execute(&a, &progress)?;
     progress.finish();
+    if let Some(f) = fio_format {
+        let jobs = [crate::fio_output::FioJob {
+            name: crate::fio_output::job_name(&a),
+            options: crate::fio_output::flag_options(&a),
+            done: &done,
+        }];
+        print_fio(f, &jobs, &[])?;
+    }
     let report = done.report();
     if let Some(path) = &a.json {
         output::write_json(path, &report)?;
@@ -333,9 +346,25 @@ pub fn run(a: RunArgs) -> Result<()> {
     if let Some(path) = &a.csv {
         output::write_csv(path, &done.result.intervals)?;
     }
-    if !a.quiet {
+    if !a.quiet && fio_format.is_none() {
         output::print_summary(&report, &done.device_line, done.wall_s);
     }
+    Ok(())
+}
+
+/// Prints `jobs` on stdout in fio's format `f`.
+fn print_fio(
+    f: crate::fio_output::Format,
+    jobs: &[crate::fio_output::FioJob],
+    globals: &[(String, String)],
+) -> Result<()> {
+    use crate::fio_output::{json, normal, Format};
+    let text = match f {
+        Format::Json => json(jobs, globals, false)?,
+        Format::JsonPlus => json(jobs, globals, true)?,
+        Format::Normal => normal(jobs)?,
+    };
+    print!("{text}");
     Ok(())
 }
 
@@ -343,6 +372,11 @@ pub fn run(a: RunArgs) -> Result<()> {
 /// one report for a one-job file (what the equivalent options write), an
 /// array of reports naming their jobs otherwise.
 fn run_job_file(a: &RunArgs, path: &std::path::Path) -> Result<()> {
+    let fio_format = a
+        .output_format
+        .as_deref()
+        .map(crate::fio_output::Format::parse)
+        .transpose()?;
     let file = workload::jobfile::read(path, a.lenient)?;
     let n = file.jobs().count();
     if a.csv.is_some() && n > 1 {
@@ -379,6 +413,24 @@ fn run_job_file(a: &RunArgs, path: &std::path::Path) -> Result<()> {
     if let Some(p) = &a.csv {
         output::write_csv(p, &done[0].result.intervals)?;
     }
+    if let Some(f) = fio_format {
+        let jobs: Vec<_> = done
+            .iter()
+            .zip(file.jobs())
+            .map(|(d, j)| crate::fio_output::FioJob {
+                name: j.name.clone(),
+                options: j.options.clone(),
+                done: d,
+            })
+            .collect();
+        let globals = file
+            .jobs()
+            .next()
+            .map(|j| j.global_options.clone())
+            .unwrap_or_default();
+        print_fio(f, &jobs, &globals)?;
+        return Ok(());
+    }
     if !a.quiet {
         for (d, (r, j)) in done.iter().zip(reports.iter().zip(file.jobs())) {
             if n > 1 {
@@ -410,6 +462,10 @@ pub struct Done {
     pub ignored: Vec<String>,
     /// Real targets: the layout and what reached the device.
     pub real: Option<RealDone>,
+    /// Per direction, as fio accounts it (for --output-format).
+    pub fio: Option<lab::FioStats>,
+    /// The process's CPU use over the measured run (real targets).
+    pub cpu: Option<crate::fio_output::Cpu>,
 }
 
 /// What a run on a real target adds: the layout before it and the device
@@ -515,10 +571,18 @@ fn model_step(
     let mut publisher = blockdev::live::Publisher::new("run", &label);
     let mut sampled = Sampled::new(card, start, opts.interval_ns);
     let series = sampled.series.clone();
-    let mut result = lab::run(&mut sampled, &resolved, &opts, start, &mut |iv| {
-        progress.interval(iv);
-        health_series::publish(&mut publisher, iv, &series);
-    })?;
+    let mut fio = lab::FioStats::default();
+    let mut result = lab::run_fio(
+        &mut sampled,
+        &resolved,
+        &opts,
+        start,
+        &mut |iv| {
+            progress.interval(iv);
+            health_series::publish(&mut publisher, iv, &series);
+        },
+        Some(&mut fio),
+    )?;
     sampled.finish(result.end);
     drop(sampled);
     result.summary.precondition_s = (start - began).as_secs_f64();
@@ -539,6 +603,8 @@ fn model_step(
             job: None,
             ignored: Vec::new(),
             real: None,
+            fio: Some(fio),
+            cpu: None,
         },
         end,
     ))
@@ -596,7 +662,10 @@ fn run_real(t: &str, a: &RunArgs, step: &Step, progress: &dyn Observer) -> Resul
         };
         pre_s += rt.run(&resolved, &warm, &engine, &mut |_| {})?.info.wall_s;
     }
+    let cpu0 = crate::fio_output::Cpu::now();
     let mut run = rt.run(&resolved, &opts, &engine, &mut |iv| progress.interval(iv))?;
+    let cpu = crate::fio_output::Cpu::now().since(&cpu0);
+    let fio = std::mem::take(&mut run.fio);
     run.result.summary.precondition_s = pre_s;
     run.device.set_unwritten_share(layout.unwritten_share());
     for note in &run.info.notes {
@@ -632,5 +701,7 @@ fn run_real(t: &str, a: &RunArgs, step: &Step, progress: &dyn Observer) -> Resul
         }),
         job: None,
         ignored: Vec::new(),
+        fio: Some(fio),
+        cpu: Some(cpu),
     })
 }

@@ -14,6 +14,7 @@ pub mod cmd_review;
 pub mod cmd_run;
 pub mod cmd_torture;
 pub mod cmd_validate;
+pub mod fio_output;
 pub mod health_series;
 pub mod output;
 pub mod realdev;

@@ -12,11 +12,13 @@
 //!   HDR-histogram percentiles.
 
 pub mod dbpages;
+pub mod fiostat;
 pub mod review;
 mod runner;
 mod stats;
 pub mod steady;
 pub mod validate;
 
-pub use runner::{precondition_fill, run, RunError, RunOptions, RunResult, Summary};
+pub use fiostat::FioStats;
+pub use runner::{precondition_fill, run, run_fio, RunError, RunOptions, RunResult, Summary};
 pub use stats::{IntervalStats, LatencyStats};

@@ -137,6 +137,19 @@ pub fn run<D: VirtualDevice>(
     start: Nanos,
     on_interval: &mut dyn FnMut(&IntervalStats),
 ) -> Result<RunResult, RunError> {
+    run_fio(dev, spec, opts, start, on_interval, None)
+}
+
+/// [`run`], also accounting every measured completion in `fio` (per
+/// direction, fio's histogram and one sample per interval) when given.
+pub fn run_fio<D: VirtualDevice>(
+    dev: &mut D,
+    spec: &WorkloadSpec,
+    opts: &RunOptions,
+    start: Nanos,
+    on_interval: &mut dyn FnMut(&IntervalStats),
+    mut fio: Option<&mut crate::FioStats>,
+) -> Result<RunResult, RunError> {
     opts.validate()?;
     let spec = spec.resolve(dev.capacity_bytes(), dev.sector_bytes())?;
     let mut master = Prng::from_seed(opts.seed);
@@ -232,6 +245,9 @@ pub fn run<D: VirtualDevice>(
     // (`replace_top`: one sift of the heap instead of two).
     while let Some((t, &(thread, issued, is_read, len))) = queue.peek() {
         while t >= boundary && boundary <= end {
+            if let Some(f) = fio.as_deref_mut() {
+                f.close_interval(interval.as_secs_f64());
+            }
             close(
                 &mut window,
                 &mut total,
@@ -253,6 +269,9 @@ pub fn run<D: VirtualDevice>(
             break;
         }
         window.lat.record((t - issued).0);
+        if let Some(f) = fio.as_deref_mut() {
+            f.record(is_read, (t - issued).0, len);
+        }
         window.reads += is_read as u64;
         window.writes += !is_read as u64;
         window.bytes += len;
@@ -263,6 +282,9 @@ pub fn run<D: VirtualDevice>(
     if boundary > end && window.lat.count() > 0 {
         let secs = (end - (boundary - interval)).as_secs_f64();
         if secs > 0.0 {
+            if let Some(f) = fio.as_deref_mut() {
+                f.close_interval(secs);
+            }
             close(&mut window, &mut total, end, secs, dev, &mut intervals);
         }
     }

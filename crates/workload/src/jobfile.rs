@@ -299,6 +299,11 @@ pub struct Job {
     pub ignored: Vec<String>,
     /// Where vsl's run differs from fio's, for the user.
     pub notes: Vec<String>,
+    /// The options of its own section as written (after `${VAR}`), in
+    /// order: fio's JSON "job options". A flag has an empty value.
+    pub options: Vec<(String, String)>,
+    /// The `[global]` options in force for it: fio's "global options".
+    pub global_options: Vec<(String, String)>,
 }
 
 /// A parsed job file: phases run one after another; the jobs of a phase
@@ -393,8 +398,11 @@ pub fn parse(text: &str, path: &Path, cx: &Context) -> Result<JobFile, JobFileEr
             continue;
         }
         let mut entries = globals.clone();
+        let own = pairs(&s.entries);
         entries.extend(s.entries);
-        let (job, stonewall) = job(&s.name, &s.file, s.line, &entries, cx)?;
+        let (mut job, stonewall) = job(&s.name, &s.file, s.line, &entries, cx)?;
+        job.options = own;
+        job.global_options = pairs(&globals);
         match phases.last_mut() {
             Some(p) if !stonewall => {
                 if !cx.lenient {
@@ -428,6 +436,14 @@ pub fn parse(text: &str, path: &Path, cx: &Context) -> Result<JobFile, JobFileEr
         ));
     }
     Ok(JobFile { phases })
+}
+
+/// `key=value` entries as pairs, a flag with an empty value.
+fn pairs(entries: &[Entry]) -> Vec<(String, String)> {
+    entries
+        .iter()
+        .map(|e| (e.key.clone(), e.value.clone().unwrap_or_default()))
+        .collect()
 }
 
 /// Where a line stands: its file (named in errors, and the anchor of
@@ -634,6 +650,8 @@ impl Builder {
                 compress: None,
                 ignored: Vec::new(),
                 notes: Vec::new(),
+                options: Vec::new(),
+                global_options: Vec::new(),
             },
         }
     }
