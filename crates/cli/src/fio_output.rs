@@ -146,9 +146,11 @@ impl J {
     }
 }
 
+/// fio lists the options given a value; flags (`time_based`) it leaves out.
 fn opts_obj(o: &[(String, String)]) -> J {
     J::Obj(
         o.iter()
+            .filter(|(_, v)| !v.is_empty())
             .map(|(k, v)| (k.clone(), J::Str(v.clone())))
             .collect(),
     )
@@ -355,10 +357,9 @@ fn ms_labels() -> Vec<String> {
 
 fn job_obj(j: &FioJob, plus: bool) -> anyhow::Result<J> {
     let d = j.done;
-    let s = d
-        .fio
-        .as_ref()
-        .ok_or_else(|| anyhow::anyhow!("run of job '{}' has no per-direction statistics", j.name))?;
+    let s = d.fio.as_ref().ok_or_else(|| {
+        anyhow::anyhow!("run of job '{}' has no per-direction statistics", j.name)
+    })?;
     let runtime_ms = (d.options.duration_ns / 1_000_000).max(1);
     let dir_bw = |x: &FioDir| x.bytes as f64 / 1024.0 / (runtime_ms as f64 / 1000.0);
     let ios = s.dirs[0].ios + s.dirs[1].ios;
@@ -414,10 +415,7 @@ fn job_obj(j: &FioJob, plus: bool) -> anyhow::Result<J> {
         ("trim", dir_obj(None, runtime_ms, 0.0, plus)),
         (
             "sync",
-            obj(vec![
-                ("total_ios", J::Int(0)),
-                ("lat_ns", lat_obj_zero()),
-            ]),
+            obj(vec![("total_ios", J::Int(0)), ("lat_ns", lat_obj_zero())]),
         ),
         ("job_runtime", J::Int(runtime_ms)),
         ("usr_cpu", J::Float(cpu.usr_s / secs * 100.0)),
@@ -486,7 +484,11 @@ fn ctime(secs: u64) -> String {
 }
 
 /// fio's JSON (`plus`: json+, with `bins`) of `jobs`.
-pub fn json(jobs: &[FioJob], global_options: &[(String, String)], plus: bool) -> anyhow::Result<String> {
+pub fn json(
+    jobs: &[FioJob],
+    global_options: &[(String, String)],
+    plus: bool,
+) -> anyhow::Result<String> {
     let (ts, ts_ms) = timestamp(jobs);
     let mut top = vec![
         ("fio version", J::Str("fio-3.33".into())),
@@ -579,10 +581,9 @@ pub fn normal(jobs: &[FioJob]) -> anyhow::Result<String> {
     let mut groups: Vec<(String, f64, u64, u64)> = Vec::new();
     for j in jobs {
         let d = j.done;
-        let s = d
-            .fio
-            .as_ref()
-            .ok_or_else(|| anyhow::anyhow!("run of job '{}' has no per-direction statistics", j.name))?;
+        let s = d.fio.as_ref().ok_or_else(|| {
+            anyhow::anyhow!("run of job '{}' has no per-direction statistics", j.name)
+        })?;
         let runtime_ms = (d.options.duration_ns / 1_000_000).max(1);
         let _ = writeln!(
             o,
@@ -606,7 +607,10 @@ pub fn normal(jobs: &[FioJob]) -> anyhow::Result<String> {
                 f.runtime_ms
             );
             let (min, max, mean, dev) = dd.moments();
-            let _ = writeln!(o, "    slat (nsec): min=0, max=0, avg= 0.00, stdev= 0.00 (not measured)");
+            let _ = writeln!(
+                o,
+                "    slat (nsec): min=0, max=0, avg= 0.00, stdev= 0.00 (not measured)"
+            );
             for w in ["clat", " lat"] {
                 let _ = writeln!(
                     o,
@@ -691,7 +695,12 @@ pub fn normal(jobs: &[FioJob]) -> anyhow::Result<String> {
         let cells: Vec<String> = labels
             .iter()
             .enumerate()
-            .map(|(i, k)| format!("{k}={:.1}%", if i == b && l.total > 0 { 100.0 } else { 0.0 }))
+            .map(|(i, k)| {
+                format!(
+                    "{k}={:.1}%",
+                    if i == b && l.total > 0 { 100.0 } else { 0.0 }
+                )
+            })
             .collect();
         let _ = writeln!(o, "  IO depths    : {}", cells.join(", "));
         let _ = writeln!(
@@ -766,7 +775,6 @@ pub fn flag_options(a: &crate::args::RunArgs) -> Vec<(String, String)> {
     v.push(("iodepth".into(), a.qd.to_string()));
     v.push(("numjobs".into(), a.threads.to_string()));
     v.push(("runtime".into(), a.duration.clone()));
-    v.push(("time_based".into(), String::new()));
     v.push(("randseed".into(), a.seed.to_string()));
     if let Some(w) = &a.warmup {
         v.push(("ramp_time".into(), w.clone()));

@@ -33,7 +33,11 @@ pub const LAT_MS_EDGES: [u64; 11] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000,
 
 /// fio's `plat_val_to_idx`.
 pub fn plat_val_to_idx(val: u64) -> usize {
-    let msb = if val == 0 { 0 } else { 63 - val.leading_zeros() };
+    let msb = if val == 0 {
+        0
+    } else {
+        63 - val.leading_zeros()
+    };
     if msb <= PLAT_BITS {
         return val as usize;
     }
@@ -262,7 +266,7 @@ mod tests {
         assert_eq!(plat_val_to_idx(129), 128);
         assert_eq!(plat_val_to_idx(130), 129);
         assert_eq!(plat_idx_to_val(128), 129); // 128 + 0.5 * 2
-        // From fio's output for a real run: bins 860, 900, 924 and 14016.
+                                               // From fio's output for a real run: bins 860, 900, 924 and 14016.
         for v in [860u64, 900, 924, 14016, 40192, 1236957] {
             let back = plat_idx_to_val(plat_val_to_idx(v));
             let width = 1u64 << (63 - v.leading_zeros()).saturating_sub(PLAT_BITS);
