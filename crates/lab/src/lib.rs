@@ -3,6 +3,8 @@
 //! - [`run`]: drives a [`device::VirtualDevice`] with a closed loop of
 //!   threads × queue depth in virtual time and returns a [`RunResult`]:
 //!   a [`Summary`] and one [`IntervalStats`] per reporting interval.
+//! - [`openloop::run_arrivals`]: the open loop: I/Os issued at their
+//!   arrival times (a trace, a rate), latency from arrival.
 //! - [`precondition_fill`]: the reviews' sequential fill before a test.
 //! - [`review`]: a whole review of one target: preconditioning to steady
 //!   state, the thread/queue matrix and every standard test.
@@ -12,6 +14,7 @@
 //!   HDR-histogram percentiles.
 
 pub mod dbpages;
+pub mod openloop;
 pub mod review;
 mod runner;
 mod stats;
