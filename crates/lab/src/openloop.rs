@@ -313,7 +313,7 @@ pub fn run_arrivals<D: VirtualDevice>(
                 Some(a) => {
                     arrived += 1;
                     let at = match speed {
-                        Some(s) if s == 1.0 => start + Nanos(a.at_ns),
+                        Some(1.0) => start + Nanos(a.at_ns),
                         Some(s) => start + Nanos((a.at_ns as f64 / s).round() as u64),
                         None => now,
                     };
