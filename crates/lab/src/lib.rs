@@ -3,6 +3,8 @@
 //! - [`run`]: drives a [`device::VirtualDevice`] with a closed loop of
 //!   threads × queue depth in virtual time and returns a [`RunResult`]:
 //!   a [`Summary`] and one [`IntervalStats`] per reporting interval.
+//! - [`openloop::run_arrivals`]: the open loop: I/Os issued at their
+//!   arrival times (a trace, a rate), latency from arrival.
 //! - [`precondition_fill`]: the reviews' sequential fill before a test.
 //! - [`review`]: a whole review of one target: preconditioning to steady
 //!   state, the thread/queue matrix and every standard test.
@@ -13,6 +15,7 @@
 
 pub mod dbpages;
 pub mod fiostat;
+pub mod openloop;
 pub mod review;
 mod runner;
 mod stats;
