@@ -275,6 +275,33 @@ pub struct RunArgs {
     /// Write the intervals as CSV.
     #[arg(long)]
     pub csv: Option<std::path::PathBuf>,
+    /// Open loop: I/Os arrive at this rate per thread (fio's rate_iops;
+    /// 10k = 10,000), at most --threads x --qd in flight, later arrivals
+    /// queue; latency counts from arrival. Modelled card only.
+    #[arg(long, value_name = "IOPS", allow_hyphen_values = true)]
+    pub rate_iops: Option<String>,
+    /// Open loop at this bandwidth per thread (fio's rate; 100m = 100 MiB/s):
+    /// arrivals at rate / mean block size.
+    #[arg(
+        long,
+        value_name = "BYTES/s",
+        conflicts_with = "rate_iops",
+        allow_hyphen_values = true
+    )]
+    pub rate: Option<String>,
+    /// Arrival process of --rate-iops, --rate and --rate-sweep: linear
+    /// (evenly spaced) or poisson (exponential gaps, same mean).
+    #[arg(long, default_value = "linear", value_name = "linear|poisson")]
+    pub rate_process: String,
+    /// Latency against offered load: one open-loop run per total offered
+    /// rate (comma-separated, e.g. 10k,20k,40k), or `auto` (10 % to 110 % of
+    /// a closed-loop run's IOPS), each on a fresh card; prints a table,
+    /// --json/--csv write it, --chart draws it.
+    #[arg(long, value_name = "IOPS,...|auto")]
+    pub rate_sweep: Option<String>,
+    /// With --rate-sweep: an SVG chart of latency percentiles against offered IOPS.
+    #[arg(long, requires = "rate_sweep")]
+    pub chart: Option<std::path::PathBuf>,
     /// Print the results on stdout in fio 3.33's format instead of the
     /// summary: json, json+ (with clat_ns bins) or normal (fio's text).
     #[arg(long, value_name = "json|json+|normal")]

@@ -183,6 +183,7 @@ fn run_options(a: &RunArgs) -> Result<(RunOptions, Option<u64>)> {
 
 /// One measured run of a sequence on one target: what `vsl run` options
 /// give once, and a job file once per job.
+#[derive(Clone)]
 pub struct Step {
     pub spec: PlannedSpec,
     pub opts: RunOptions,
@@ -191,6 +192,8 @@ pub struct Step {
     pub label: String,
     /// Which job of a job file, for errors: "job 'x' (file:line)".
     pub job: Option<String>,
+    /// Open loop at this rate (fio's rate_iops/rate); `None`: closed loop.
+    pub rate: Option<crate::cmd_rate::RateSpec>,
 }
 
 impl Step {
@@ -214,6 +217,13 @@ pub fn execute(a: &RunArgs, obs: &dyn Observer) -> Result<Done> {
             p.display()
         );
     }
+    let step = flag_step(a)?;
+    let done = run_steps(a, None, vec![step], obs)?;
+    Ok(done.into_iter().next().expect("one step, one result"))
+}
+
+/// The step `vsl run`'s workload, time and rate options describe.
+pub fn flag_step(a: &RunArgs) -> Result<Step> {
     let spec = workload_spec(&a.workload)?;
     let (opts, warmup_ns) = run_options(a)?;
     let label = a
@@ -223,15 +233,19 @@ pub fn execute(a: &RunArgs, obs: &dyn Observer) -> Result<Done> {
         .or(a.workload.rw.as_deref())
         .unwrap_or("randwrite")
         .to_string();
-    let step = Step {
+    Ok(Step {
         spec,
         opts,
         warmup_ns,
         label,
         job: None,
-    };
-    let done = run_steps(a, None, vec![step], obs)?;
-    Ok(done.into_iter().next().expect("one step, one result"))
+        rate: crate::cmd_rate::of_flags(a)?,
+    })
+}
+
+/// Runs `steps` on a fresh modelled card as `a` describes it, silently.
+pub fn run_model_steps(a: &RunArgs, steps: &[Step]) -> Result<Vec<Done>> {
+    run_model(a, None, steps, &Silent)
 }
 
 /// The step a fio job describes: its own numjobs, iodepth, runtime,
@@ -257,6 +271,7 @@ pub fn job_step(a: &RunArgs, job: &Job) -> Result<Step> {
         warmup_ns: job.ramp_ns,
         label: format!("fio job {}", job.name),
         job: Some(format!("job '{}' ({})", job.name, job.at)),
+        rate: crate::cmd_rate::RateSpec::of_job(job),
     })
 }
 
@@ -298,6 +313,12 @@ fn run_steps(
     obs: &dyn Observer,
 ) -> Result<Vec<Done>> {
     match &a.target {
+        Some(_)
+            if steps.iter().any(|s| s.rate.is_some())
+                && a.target.as_deref().is_some_and(realtime::Target::is_real) =>
+        {
+            bail!("rate_iops/rate (--rate-iops/--rate): open-loop load runs on a modelled card; a real --target runs closed loop")
+        }
         Some(t) if realtime::Target::is_real(t) => steps
             .iter()
             .map(|s| {
@@ -319,8 +340,14 @@ pub fn run(a: RunArgs) -> Result<()> {
         print!("{}", workload::jobfile::options_table());
         return Ok(());
     }
+    if let Some(list) = &a.rate_sweep {
+        return crate::cmd_rate::sweep(&a, list);
+    }
     if let Some(path) = &a.job_file {
         return run_job_file(&a, path);
+    }
+    if a.output_format.is_some() && (a.rate_iops.is_some() || a.rate.is_some()) {
+        bail!("--output-format: not available for open-loop runs (--rate-iops/--rate) yet; use --json");
     }
     let fio_format = a
         .output_format
@@ -379,6 +406,17 @@ fn run_job_file(a: &RunArgs, path: &std::path::Path) -> Result<()> {
         .transpose()?;
     let file = workload::jobfile::read(path, a.lenient)?;
     let n = file.jobs().count();
+    if fio_format.is_some() {
+        if let Some(j) = file
+            .jobs()
+            .find(|j| crate::cmd_rate::RateSpec::of_job(j).is_some())
+        {
+            bail!(
+                "--output-format: not available for open-loop jobs (job '{}' has a rate) yet; use --json",
+                j.name
+            );
+        }
+    }
     if a.csv.is_some() && n > 1 {
         bail!(
             "--csv takes one job's intervals; {} has {n} jobs (use --json)",
@@ -561,7 +599,16 @@ fn model_step(
             interval_ns: warm_ns,
             ..opts.clone()
         };
-        start = lab::run(card, &resolved, &warm, start, &mut |_| {})?.end;
+        start = crate::cmd_rate::run_any(
+            card,
+            &resolved,
+            &warm,
+            step.rate.as_ref(),
+            start,
+            &mut |_| {},
+            None,
+        )?
+        .end;
     }
     if first {
         card.arm_die_failures(start)?;
@@ -572,10 +619,11 @@ fn model_step(
     let mut sampled = Sampled::new(card, start, opts.interval_ns);
     let series = sampled.series.clone();
     let mut fio = lab::FioStats::default();
-    let mut result = lab::run_fio(
+    let mut result = crate::cmd_rate::run_any(
         &mut sampled,
         &resolved,
         &opts,
+        step.rate.as_ref(),
         start,
         &mut |iv| {
             progress.interval(iv);
@@ -603,7 +651,7 @@ fn model_step(
             job: None,
             ignored: Vec::new(),
             real: None,
-            fio: Some(fio),
+            fio: step.rate.is_none().then_some(fio),
             cpu: None,
         },
         end,

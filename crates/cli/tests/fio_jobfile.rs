@@ -144,8 +144,8 @@ fn issue_30_bad_job_files_fail_in_one_line() {
         ),
         (
             "rate.fio",
-            "[j]\nrate_iops=100\n",
-            ":2: 'rate_iops=100' is not modelled",
+            "[j]\nrate_iops=fast\n",
+            ":2: rate_iops: 'fast' is not a positive whole number of IOPS",
         ),
         (
             "pareto.fio",

@@ -302,3 +302,21 @@ mod tests {
         assert!(check_id("chart", ".hidden").is_err());
     }
 }
+
+/// One chart as an SVG document outside a review (e.g. `vsl run
+/// --rate-sweep`), its series coloured in the order they come.
+pub fn chart_svg(chart: &Chart) -> Result<String, ReportError> {
+    struct InOrder(Vec<String>);
+    impl chart::ColourOf for InOrder {
+        fn colour_of(&self, target: &str) -> usize {
+            self.0.iter().position(|t| t == target).unwrap_or(0)
+        }
+    }
+    let names = chart.series.iter().map(|s| s.target.clone()).collect();
+    chart::render_svg(chart, &InOrder(names))
+        .map(|(svg, _)| svg)
+        .map_err(|message| ReportError::Plot {
+            chart: chart.id.clone(),
+            message,
+        })
+}

@@ -162,10 +162,10 @@ pub const OPTIONS: &[FioOption] = &[
     opt("write_lat_log", &[], Text, "", "any", NoEffect, "logging only"),
     opt("write_iops_log", &[], Text, "", "any", NoEffect, "logging only"),
     opt("log_avg_msec", &[], Int, "0", "any", NoEffect, "logging only"),
-    opt("rate", &[], Text, "", "", NotModelled, "bandwidth cap: vsl runs closed loop (no open-loop pacing)"),
-    opt("rate_iops", &[], Text, "", "", NotModelled, "IOPS cap: vsl runs closed loop (no open-loop pacing)"),
+    opt("rate", &[], Text, "", "bytes/s >0", Modelled, "bandwidth per job: open-loop arrivals at rate / mean bs (modelled card)"),
+    opt("rate_iops", &[], Int, "", ">0", Modelled, "IOPS per job: open-loop arrivals at this rate (modelled card)"),
     opt("rate_min", &["ratemin"], Text, "", "", NotModelled, "minimum rate: not modelled"),
-    opt("rate_process", &[], Text, "linear", "", NotModelled, "arrival process (poisson): vsl runs closed loop"),
+    opt("rate_process", &[], Text, "linear", "linear|poisson", Modelled, "arrival process of rate/rate_iops: fixed or exponential gaps"),
     opt("thinktime", &[], Time, "0", "", NotModelled, "pause between I/Os: not modelled"),
     opt("thinktime_blocks", &[], Int, "1", "", NotModelled, "think-time batching: not modelled"),
     opt("thinktime_spin", &[], Time, "0", "", NotModelled, "think-time spin: not modelled"),
@@ -304,6 +304,12 @@ pub struct Job {
     pub options: Vec<(String, String)>,
     /// The `[global]` options in force for it: fio's "global options".
     pub global_options: Vec<(String, String)>,
+    /// fio's `rate_iops` (per job): an open-loop run at this rate.
+    pub rate_iops: Option<u64>,
+    /// fio's `rate` (bytes/s per job): an open-loop run at this bandwidth.
+    pub rate_bytes: Option<u64>,
+    /// `rate_process=poisson` (else linear: fixed gaps).
+    pub rate_poisson: bool,
 }
 
 /// A parsed job file: phases run one after another; the jobs of a phase
@@ -652,6 +658,9 @@ impl Builder {
                 notes: Vec::new(),
                 options: Vec::new(),
                 global_options: Vec::new(),
+                rate_iops: None,
+                rate_bytes: None,
+                rate_poisson: false,
             },
         }
     }
@@ -810,6 +819,28 @@ fn apply(b: &mut Builder, o: &FioOption, e: &Entry) -> Result<(), Refusal> {
         "buffered" if bool_of(e)? => return Err(buffered()),
         "direct" | "buffered" => b.direct = true,
         "stonewall" => b.stonewall = bool_of(e)?,
+        "rate_iops" => {
+            let v = same_for_reads_and_writes(e)?;
+            match v.trim().parse::<u64>() {
+                Ok(n) if n > 0 => j.rate_iops = Some(n),
+                _ => return invalid(format!("'{v}' is not a positive whole number of IOPS")),
+            }
+        }
+        "rate" => {
+            let v = same_for_reads_and_writes(e)?;
+            match parse_size(v) {
+                Ok(n) if n > 0 => j.rate_bytes = Some(n),
+                Ok(_) => return invalid("the rate must be positive"),
+                Err(m) => return invalid(m),
+            }
+        }
+        "rate_process" => {
+            j.rate_poisson = match value(e)? {
+                "poisson" => true,
+                "linear" => false,
+                o => return invalid(format!("'{o}' (expected linear or poisson)")),
+            }
+        }
         other => unreachable!("modelled option '{other}' has no rule"),
     }
     Ok(())
@@ -1153,12 +1184,37 @@ mod tests {
     }
 
     #[test]
+    fn rates_are_read_and_bad_ones_refused() {
+        let j = one("[j]\nrw=randread\nrate_iops=5000\nrate_process=poisson\n");
+        assert_eq!(
+            (j.rate_iops, j.rate_bytes, j.rate_poisson),
+            (Some(5000), None, true)
+        );
+        let j = one("[j]\nrw=randread\nrate=4m,4m\n");
+        assert_eq!(
+            (j.rate_iops, j.rate_bytes, j.rate_poisson),
+            (None, Some(4 << 20), false)
+        );
+        for (text, needle) in [
+            ("[j]\nrate_iops=0\n", "positive whole number"),
+            ("[j]\nrate_iops=fast\n", "'fast'"),
+            ("[j]\nrate_iops=100,200\n", "separate values"),
+            ("[j]\nrate_process=bursty\n", "linear or poisson"),
+            ("[j]\nrate=0\n", "positive"),
+        ] {
+            let e = parse_with(text, false, &[]).unwrap_err();
+            assert_eq!(e.line, 2, "{text}: {e}");
+            assert!(e.to_string().contains(needle), "{text}: {e}");
+        }
+    }
+
+    #[test]
     fn refusals_name_the_option_and_the_line() {
-        let e = parse_with("[j]\nrw=read\nrate_iops=500\n", false, &[]).unwrap_err();
+        let e = parse_with("[j]\nrw=read\nthinktime=500\n", false, &[]).unwrap_err();
         assert_eq!(e.line, 3);
         assert!(
             e.to_string()
-                .starts_with("dir/t.fio:3: 'rate_iops=500' is not modelled"),
+                .starts_with("dir/t.fio:3: 'thinktime=500' is not modelled"),
             "{e}"
         );
         let e = parse_with("[j]\nfrobnicate=1\n", false, &[]).unwrap_err();
