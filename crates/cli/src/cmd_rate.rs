@@ -111,6 +111,17 @@ pub fn of_flags(a: &RunArgs) -> Result<Option<RateSpec>> {
     )
 }
 
+/// What an open-loop run was offered (in `vsl run --json` as `open_loop`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct OpenLoopInfo {
+    /// I/Os per second offered, all threads together.
+    pub offered_iops: f64,
+    /// linear or poisson.
+    pub process: &'static str,
+    /// threads x queue depth: I/Os in flight at most; later arrivals queue.
+    pub max_outstanding: u32,
+}
+
 /// Runs `spec` on `dev`: closed loop (accounting `fio` when given) or, with
 /// a rate, open loop at that rate.
 pub fn run_any<D: VirtualDevice>(
@@ -121,9 +132,12 @@ pub fn run_any<D: VirtualDevice>(
     start: Nanos,
     on_interval: &mut dyn FnMut(&IntervalStats),
     fio: Option<&mut FioStats>,
-) -> Result<RunResult> {
+) -> Result<(RunResult, Option<OpenLoopInfo>)> {
     let Some(rate) = rate else {
-        return Ok(lab::run_fio(dev, spec, opts, start, on_interval, fio)?);
+        return Ok((
+            lab::run_fio(dev, spec, opts, start, on_interval, fio)?,
+            None,
+        ));
     };
     opts.validate()?;
     let spec = spec.resolve(dev.capacity_bytes(), dev.sector_bytes())?;
@@ -136,7 +150,12 @@ pub fn run_any<D: VirtualDevice>(
         interval_ns: opts.interval_ns,
     };
     let r = run_arrivals(dev, &mut src, &open, start, on_interval).map_err(|e| anyhow!("{e}"))?;
-    Ok(r.run)
+    let info = OpenLoopInfo {
+        offered_iops: offered,
+        process: if rate.poisson { "poisson" } else { "linear" },
+        max_outstanding: open.max_outstanding,
+    };
+    Ok((r.run, Some(info)))
 }
 
 /// One point of a rate sweep.

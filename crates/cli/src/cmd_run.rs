@@ -504,6 +504,8 @@ pub struct Done {
     pub fio: Option<lab::FioStats>,
     /// The process's CPU use over the measured run (real targets).
     pub cpu: Option<crate::fio_output::Cpu>,
+    /// Open-loop runs: what was offered.
+    pub open_loop: Option<crate::cmd_rate::OpenLoopInfo>,
 }
 
 /// What a run on a real target adds: the layout before it and the device
@@ -531,6 +533,7 @@ impl Done {
             measured_on_device: self.real.as_ref().map(|r| &r.device.measured_on_device),
             job: self.job.as_deref(),
             ignored_options: (!self.ignored.is_empty()).then_some(&self.ignored[..]),
+            open_loop: self.open_loop.as_ref(),
         }
     }
 }
@@ -608,6 +611,7 @@ fn model_step(
             &mut |_| {},
             None,
         )?
+        .0
         .end;
     }
     if first {
@@ -619,7 +623,7 @@ fn model_step(
     let mut sampled = Sampled::new(card, start, opts.interval_ns);
     let series = sampled.series.clone();
     let mut fio = lab::FioStats::default();
-    let mut result = crate::cmd_rate::run_any(
+    let (mut result, open_loop) = crate::cmd_rate::run_any(
         &mut sampled,
         &resolved,
         &opts,
@@ -653,6 +657,7 @@ fn model_step(
             real: None,
             fio: step.rate.is_none().then_some(fio),
             cpu: None,
+            open_loop,
         },
         end,
     ))
@@ -751,5 +756,6 @@ fn run_real(t: &str, a: &RunArgs, step: &Step, progress: &dyn Observer) -> Resul
         ignored: Vec::new(),
         fio: Some(fio),
         cpu: Some(cpu),
+        open_loop: None,
     })
 }
