@@ -81,13 +81,16 @@ for d in ("read", "write"):
                       ("p99 clat us", lambda j: j["clat_ns"]["percentile"]["99.000000"] / 1e3)):
         f = [get(x["jobs"][0][d]) for x in fio]
         o = [get(x["jobs"][0][d]) for x in ours]
-        ratio = statistics.median(oo / ff for oo, ff in zip(o, f) if ff)
+        ratios = [oo / ff for oo, ff in zip(o, f) if ff]
+        ratio = statistics.median(ratios)
         within = 0.9 <= ratio <= 1.1
         if name != "p99 clat us":
             ok &= within
         print(f"{d:5} {name:12} fio {statistics.median(f):12.1f}  vsl {statistics.median(o):12.1f}"
-              f"  vsl/fio {ratio:.3f} {'ok' if within else 'OUTSIDE 10 %'}"
+              f"  vsl/fio {ratio:.3f} (rounds {min(ratios):.2f}-{max(ratios):.2f}) {'ok' if within else 'OUTSIDE 10 %'}"
               f"{' (informative)' if name == 'p99 clat us' else ''}")
 print("verdict:", "keys complete, values within 10 %" if ok else "NOT within target")
 EOF
+fio_jsonplus_clat2csv "$work/vsl.1.json" "$work/clat" | sed 's/^/fio_jsonplus_clat2csv: /'
 fio_jsonplus_clat2csv --validate "$work/vsl.1.json" "$work/clat" | sed 's/^/fio_jsonplus_clat2csv: /'
+echo "load after: $(uptime)" >&2
