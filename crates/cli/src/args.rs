@@ -293,6 +293,14 @@ pub struct RunArgs {
     /// (evenly spaced) or poisson (exponential gaps, same mean).
     #[arg(long, default_value = "linear", value_name = "linear|poisson")]
     pub rate_process: String,
+    /// Closed loop with a pause: a thread waits this long (e.g. 100us)
+    /// after every --thinktime-blocks of its I/Os complete (fio's
+    /// thinktime). Modelled card only.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub thinktime: Option<String>,
+    /// I/Os between two think times (fio's thinktime_blocks).
+    #[arg(long, default_value_t = 1)]
+    pub thinktime_blocks: u32,
     /// Latency against offered load: one open-loop run per total offered
     /// rate (comma-separated, e.g. 10k,20k,40k), or `auto` (10 % to 110 % of
     /// a closed-loop run's IOPS), each on a fresh card; prints a table,

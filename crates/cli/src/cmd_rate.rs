@@ -12,6 +12,10 @@
 //! size. `linear` arrivals are evenly spaced, `poisson` ones have
 //! exponential gaps of the same mean. Modelled cards only: a real
 //! `--target` runs closed loop, so a rate there is refused.
+//!
+//! `thinktime` (`--thinktime`, `--thinktime-blocks`) stays a closed loop:
+//! a thread pauses after every `thinktime_blocks` completions
+//! ([`lab::Think`]).
 
 use crate::args::RunArgs;
 use crate::cmd_run::{self, Done, Step};
@@ -122,23 +126,45 @@ pub struct OpenLoopInfo {
     pub max_outstanding: u32,
 }
 
+/// The think time `vsl run`'s flags ask for, if any.
+pub fn think_of_flags(a: &RunArgs) -> Result<Option<lab::Think>> {
+    let Some(t) = a.thinktime.as_deref() else {
+        if a.thinktime_blocks != 1 {
+            bail!("--thinktime-blocks needs --thinktime");
+        }
+        return Ok(None);
+    };
+    if a.thinktime_blocks == 0 {
+        bail!("--thinktime-blocks: must be at least 1");
+    }
+    if a.rate_iops.is_some() || a.rate.is_some() || a.rate_sweep.is_some() {
+        bail!("--thinktime with a rate is not modelled (one or the other)");
+    }
+    let ns = workload::units::parse_duration_ns(t).map_err(|e| anyhow!("--thinktime: {e}"))?;
+    Ok(Some(lab::Think {
+        ns,
+        blocks: a.thinktime_blocks,
+    }))
+}
+
 /// Runs `spec` on `dev`: closed loop (accounting `fio` when given) or, with
 /// a rate, open loop at that rate.
 pub fn run_any<D: VirtualDevice>(
     dev: &mut D,
     spec: &WorkloadSpec,
     opts: &RunOptions,
-    rate: Option<&RateSpec>,
+    (rate, think): (Option<&RateSpec>, Option<lab::Think>),
     start: Nanos,
     on_interval: &mut dyn FnMut(&IntervalStats),
     fio: Option<&mut FioStats>,
 ) -> Result<(RunResult, Option<OpenLoopInfo>)> {
     let Some(rate) = rate else {
-        return Ok((
-            lab::run_fio(dev, spec, opts, start, on_interval, fio)?,
-            None,
-        ));
+        let r = lab::run_fio(dev, spec, opts, start, on_interval, fio, think)?;
+        return Ok((r, None));
     };
+    if think.is_some() {
+        bail!("thinktime with a rate is not modelled (one or the other)");
+    }
     opts.validate()?;
     let spec = spec.resolve(dev.capacity_bytes(), dev.sector_bytes())?;
     let offered = rate.offered_iops(&spec, opts.threads)?;

@@ -194,6 +194,8 @@ pub struct Step {
     pub job: Option<String>,
     /// Open loop at this rate (fio's rate_iops/rate); `None`: closed loop.
     pub rate: Option<crate::cmd_rate::RateSpec>,
+    /// fio's thinktime (closed loop only).
+    pub think: Option<lab::Think>,
 }
 
 impl Step {
@@ -240,6 +242,7 @@ pub fn flag_step(a: &RunArgs) -> Result<Step> {
         label,
         job: None,
         rate: crate::cmd_rate::of_flags(a)?,
+        think: crate::cmd_rate::think_of_flags(a)?,
     })
 }
 
@@ -265,6 +268,13 @@ pub fn job_step(a: &RunArgs, job: &Job) -> Result<Step> {
     };
     opts.validate()
         .with_context(|| format!("job '{}' ({})", job.name, job.at))?;
+    if job.thinktime_ns.is_some() && crate::cmd_rate::RateSpec::of_job(job).is_some() {
+        bail!(
+            "job '{}' ({}): thinktime with rate_iops/rate is not modelled (one or the other)",
+            job.name,
+            job.at
+        );
+    }
     Ok(Step {
         spec: job.spec.clone(),
         opts,
@@ -272,6 +282,10 @@ pub fn job_step(a: &RunArgs, job: &Job) -> Result<Step> {
         label: format!("fio job {}", job.name),
         job: Some(format!("job '{}' ({})", job.name, job.at)),
         rate: crate::cmd_rate::RateSpec::of_job(job),
+        think: job.thinktime_ns.map(|ns| lab::Think {
+            ns,
+            blocks: job.thinktime_blocks,
+        }),
     })
 }
 
@@ -318,6 +332,9 @@ fn run_steps(
                 && a.target.as_deref().is_some_and(realtime::Target::is_real) =>
         {
             bail!("rate_iops/rate (--rate-iops/--rate): open-loop load runs on a modelled card; a real --target runs closed loop")
+        }
+        Some(t) if realtime::Target::is_real(t) && steps.iter().any(|s| s.think.is_some()) => {
+            bail!("thinktime (--thinktime): runs on a modelled card; not on a real --target {t}")
         }
         Some(t) if realtime::Target::is_real(t) => steps
             .iter()
@@ -606,7 +623,7 @@ fn model_step(
             card,
             &resolved,
             &warm,
-            step.rate.as_ref(),
+            (step.rate.as_ref(), step.think),
             start,
             &mut |_| {},
             None,
@@ -627,7 +644,7 @@ fn model_step(
         &mut sampled,
         &resolved,
         &opts,
-        step.rate.as_ref(),
+        (step.rate.as_ref(), step.think),
         start,
         &mut |iv| {
             progress.interval(iv);

@@ -231,3 +231,65 @@ fn bad_rates_are_one_line() {
     v.push(&t);
     common::assert_one_line_error(&v, "modelled card");
 }
+
+#[test]
+fn a_job_file_with_thinktime_gives_the_same_bytes_as_the_flags() {
+    let job = dir().join("think.fio");
+    std::fs::write(
+        &job,
+        "[think]\nrw=randrw\nrwmixread=70\nbs=4k\nnumjobs=2\niodepth=1\n\
+         thinktime=200\nthinktime_blocks=2\ntime_based\nruntime=1s\n",
+    )
+    .unwrap();
+    let a = out("think-job.json");
+    let (code, _, err) = vsl(&[
+        "run",
+        job.to_str().unwrap(),
+        "--scale",
+        "0.01",
+        "--interval",
+        "100ms",
+        "-q",
+        "--json",
+        &a,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let b = run_json(
+        &[
+            "--threads",
+            "2",
+            "--qd",
+            "1",
+            "--thinktime",
+            "200us",
+            "--thinktime-blocks",
+            "2",
+        ],
+        "think-flags.json",
+    );
+    let ja = std::fs::read_to_string(&a).unwrap();
+    assert!(
+        ja == serde_json::to_string_pretty(&b).unwrap() + "\n",
+        "job file and flags differ"
+    );
+    // 2 threads, each pausing 200 us every 2 I/Os: at most 10,000 I/Os in 1 s.
+    let ios = b["summary"]["ios"].as_u64().unwrap();
+    let free = run_json(&["--threads", "2", "--qd", "1"], "think-free.json");
+    println!(
+        "with thinktime {ios} I/Os, without {}",
+        free["summary"]["ios"]
+    );
+    assert!(ios < 10_000 && ios > 1000, "{ios}");
+    assert!(ios * 2 < free["summary"]["ios"].as_u64().unwrap());
+    let with = |extra: &[&'static str]| {
+        let mut v = BASE.to_vec();
+        v.extend(extra);
+        v
+    };
+    common::assert_one_line_error(&with(&["--thinktime", "soon"]), "--thinktime");
+    common::assert_one_line_error(&with(&["--thinktime-blocks", "4"]), "--thinktime");
+    common::assert_one_line_error(
+        &with(&["--thinktime", "10us", "--rate-iops", "100"]),
+        "not modelled",
+    );
+}

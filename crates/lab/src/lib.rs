@@ -23,5 +23,7 @@ pub mod steady;
 pub mod validate;
 
 pub use fiostat::FioStats;
-pub use runner::{precondition_fill, run, run_fio, RunError, RunOptions, RunResult, Summary};
+pub use runner::{
+    precondition_fill, run, run_fio, RunError, RunOptions, RunResult, Summary, Think,
+};
 pub use stats::{IntervalStats, LatencyStats};

@@ -166,8 +166,8 @@ pub const OPTIONS: &[FioOption] = &[
     opt("rate_iops", &[], Int, "", ">0", Modelled, "IOPS per job: open-loop arrivals at this rate (modelled card)"),
     opt("rate_min", &["ratemin"], Text, "", "", NotModelled, "minimum rate: not modelled"),
     opt("rate_process", &[], Text, "linear", "linear|poisson", Modelled, "arrival process of rate/rate_iops: fixed or exponential gaps"),
-    opt("thinktime", &[], Time, "0", "", NotModelled, "pause between I/Os: not modelled"),
-    opt("thinktime_blocks", &[], Int, "1", "", NotModelled, "think-time batching: not modelled"),
+    opt("thinktime", &[], Time, "0", "us if no unit", Modelled, "pause of a job after every thinktime_blocks I/Os (closed loop)"),
+    opt("thinktime_blocks", &[], Int, "1", ">=1", Modelled, "I/Os between two think times"),
     opt("thinktime_spin", &[], Time, "0", "", NotModelled, "think-time spin: not modelled"),
     opt("ss", &["steadystate"], Text, "", "", NotModelled,
         "steady-state termination: not in vsl run (vsl review has SNIA's detector)"),
@@ -310,6 +310,10 @@ pub struct Job {
     pub rate_bytes: Option<u64>,
     /// `rate_process=poisson` (else linear: fixed gaps).
     pub rate_poisson: bool,
+    /// fio's `thinktime` (ns; `None`: none).
+    pub thinktime_ns: Option<u64>,
+    /// fio's `thinktime_blocks`.
+    pub thinktime_blocks: u32,
 }
 
 /// A parsed job file: phases run one after another; the jobs of a phase
@@ -661,6 +665,8 @@ impl Builder {
                 rate_iops: None,
                 rate_bytes: None,
                 rate_poisson: false,
+                thinktime_ns: None,
+                thinktime_blocks: 1,
             },
         }
     }
@@ -834,6 +840,18 @@ fn apply(b: &mut Builder, o: &FioOption, e: &Entry) -> Result<(), Refusal> {
                 Err(m) => return invalid(m),
             }
         }
+        "thinktime" => {
+            // fio's unit for a bare number here is the microsecond.
+            let v = value(e)?;
+            j.thinktime_ns = match v.trim() {
+                "0" => None,
+                t if t.chars().all(|c| c.is_ascii_digit()) => {
+                    Some(parse_duration_ns(&format!("{t}us")).map_err(Refusal::Invalid)?)
+                }
+                t => Some(parse_duration_ns(t).map_err(Refusal::Invalid)?),
+            };
+        }
+        "thinktime_blocks" => j.thinktime_blocks = int_of(e, 1, 1 << 30)? as u32,
         "rate_process" => {
             j.rate_poisson = match value(e)? {
                 "poisson" => true,
@@ -1190,6 +1208,14 @@ mod tests {
             (j.rate_iops, j.rate_bytes, j.rate_poisson),
             (Some(5000), None, true)
         );
+        let j = one("[j]\nthinktime=250\nthinktime_blocks=8\n");
+        assert_eq!(
+            (j.thinktime_ns, j.thinktime_blocks),
+            (Some(250_000), 8),
+            "bare: us"
+        );
+        assert_eq!(one("[j]\nthinktime=2ms\n").thinktime_ns, Some(2_000_000));
+        assert!(parse_with("[j]\nthinktime_blocks=0\n", false, &[]).is_err());
         let j = one("[j]\nrw=randread\nrate=4m,4m\n");
         assert_eq!(
             (j.rate_iops, j.rate_bytes, j.rate_poisson),
@@ -1210,11 +1236,11 @@ mod tests {
 
     #[test]
     fn refusals_name_the_option_and_the_line() {
-        let e = parse_with("[j]\nrw=read\nthinktime=500\n", false, &[]).unwrap_err();
+        let e = parse_with("[j]\nrw=read\nthinktime_spin=500\n", false, &[]).unwrap_err();
         assert_eq!(e.line, 3);
         assert!(
             e.to_string()
-                .starts_with("dir/t.fio:3: 'thinktime=500' is not modelled"),
+                .starts_with("dir/t.fio:3: 'thinktime_spin=500' is not modelled"),
             "{e}"
         );
         let e = parse_with("[j]\nfrobnicate=1\n", false, &[]).unwrap_err();
