@@ -270,7 +270,7 @@ mod tests {
         let (r, fio) = c.finish(30_000_000).unwrap();
         assert_eq!((fio.dirs[0].ios, fio.dirs[1].ios), (3, 1));
         let per_interval: Vec<u64> = fio.dirs[0].samples.iter().map(|s| s.ios).collect();
-        assert_eq!(per_interval, vec![1, 0, 1]);
+        assert_eq!(per_interval, vec![2, 0, 1]);
         assert_eq!(fio.dirs[0].max_ns, 4000);
         assert_eq!(r.end, sim::Nanos(30_000_000));
         assert_eq!(seen, r.intervals);
