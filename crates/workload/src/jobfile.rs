@@ -1298,7 +1298,7 @@ mod tests {
         let e = parse_with(
             "[j]\ninclude bad.fio\n",
             false,
-            &[("dir/bad.fio", "\nthinktime=5\n")],
+            &[("dir/bad.fio", "\nthinktime_spin=5\n")],
         )
         .unwrap_err();
         assert_eq!((e.file.as_str(), e.line), ("dir/bad.fio", 2));
@@ -1317,12 +1317,12 @@ mod tests {
     fn concurrent_jobs_are_refused_unless_lenient() {
         let e = parse_with("[a]\nrw=read\n[b]\nrw=write\n", false, &[]).unwrap_err();
         assert_eq!(e.line, 3);
-        let text = "[a]\nrw=read\n[b]\nrw=write\nthinktime=10\nmystery=2\n";
+        let text = "[a]\nrw=read\n[b]\nrw=write\nthinktime_spin=10\nmystery=2\n";
         assert!(e.message.contains("runs concurrently"), "{e}");
         let f = parse_with(text, true, &[]).unwrap();
         assert_eq!(f.phases.len(), 1);
         assert_eq!(f.phases[0].len(), 2);
-        assert_eq!(f.phases[0][1].ignored, vec!["thinktime=10", "mystery=2"]);
+        assert_eq!(f.phases[0][1].ignored, vec!["thinktime_spin=10", "mystery=2"]);
         assert!(f.phases[0][1]
             .notes
             .iter()
