@@ -271,15 +271,16 @@ fn a_job_file_with_thinktime_gives_the_same_bytes_as_the_flags() {
     let ja = std::fs::read_to_string(&a).unwrap();
     let jb = std::fs::read_to_string(out("think-flags.json")).unwrap();
     assert!(ja == jb, "job file and flags differ");
-    // 2 threads, each pausing 200 us every 2 I/Os: at most 10,000 I/Os in 1 s.
-    let ios = b["summary"]["ios"].as_u64().unwrap();
+    // 2 threads at QD 1, each pausing 200 us after every 2 I/Os: per
+    // thread 2 I/Os take 2 service times + 200 us; the service time is what
+    // the same run without thinking gives.
+    let ios = b["summary"]["ios"].as_u64().unwrap() as f64;
     let free = run_json(&["--threads", "2", "--qd", "1"], "think-free.json");
-    println!(
-        "with thinktime {ios} I/Os, without {}",
-        free["summary"]["ios"]
-    );
-    assert!(ios < 10_000 && ios > 1000, "{ios}");
-    assert!(ios * 2 < free["summary"]["ios"].as_u64().unwrap());
+    let free_ios = free["summary"]["ios"].as_u64().unwrap() as f64;
+    let service_s = 2.0 / free_ios;
+    let expect = 2.0 * 2.0 / (2.0 * service_s + 200e-6);
+    println!("with thinktime {ios} I/Os (expected {expect:.0}), without {free_ios}");
+    assert!((ios - expect).abs() / expect < 0.03, "{ios} vs {expect}");
     let with = |extra: &[&'static str]| {
         let mut v = BASE.to_vec();
         v.extend(extra);
