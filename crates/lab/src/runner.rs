@@ -318,7 +318,7 @@ pub fn run_fio<D: VirtualDevice>(
     if boundary > end && window.lat.count() > 0 {
         let secs = (end - (boundary - interval)).as_secs_f64();
         if secs > 0.0 {
-            if let Some(f) = fio.as_deref_mut() {
+            if let Some(f) = fio {
                 f.close_interval(secs);
             }
             close(&mut window, &mut total, end, secs, dev, &mut intervals);

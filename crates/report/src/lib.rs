@@ -282,6 +282,24 @@ impl chart::ColourOf for Colours {
     }
 }
 
+/// One chart as an SVG document outside a review (e.g. `vsl run
+/// --rate-sweep`), its series coloured in the order they come.
+pub fn chart_svg(chart: &Chart) -> Result<String, ReportError> {
+    struct InOrder(Vec<String>);
+    impl chart::ColourOf for InOrder {
+        fn colour_of(&self, target: &str) -> usize {
+            self.0.iter().position(|t| t == target).unwrap_or(0)
+        }
+    }
+    let names = chart.series.iter().map(|s| s.target.clone()).collect();
+    chart::render_svg(chart, &InOrder(names))
+        .map(|(svg, _)| svg)
+        .map_err(|message| ReportError::Plot {
+            chart: chart.id.clone(),
+            message,
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,22 +319,4 @@ mod tests {
         assert!(check_id("chart", "a/b").is_err());
         assert!(check_id("chart", ".hidden").is_err());
     }
-}
-
-/// One chart as an SVG document outside a review (e.g. `vsl run
-/// --rate-sweep`), its series coloured in the order they come.
-pub fn chart_svg(chart: &Chart) -> Result<String, ReportError> {
-    struct InOrder(Vec<String>);
-    impl chart::ColourOf for InOrder {
-        fn colour_of(&self, target: &str) -> usize {
-            self.0.iter().position(|t| t == target).unwrap_or(0)
-        }
-    }
-    let names = chart.series.iter().map(|s| s.target.clone()).collect();
-    chart::render_svg(chart, &InOrder(names))
-        .map(|(svg, _)| svg)
-        .map_err(|message| ReportError::Plot {
-            chart: chart.id.clone(),
-            message,
-        })
 }

@@ -1322,7 +1322,10 @@ mod tests {
         let f = parse_with(text, true, &[]).unwrap();
         assert_eq!(f.phases.len(), 1);
         assert_eq!(f.phases[0].len(), 2);
-        assert_eq!(f.phases[0][1].ignored, vec!["thinktime_spin=10", "mystery=2"]);
+        assert_eq!(
+            f.phases[0][1].ignored,
+            vec!["thinktime_spin=10", "mystery=2"]
+        );
         assert!(f.phases[0][1]
             .notes
             .iter()
