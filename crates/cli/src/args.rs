@@ -213,7 +213,7 @@ pub struct RunArgs {
     #[arg(
         value_name = "JOB.fio",
         conflicts_with_all = ["profile", "rw", "rwmixread", "bs", "bssplit", "random_distribution",
-            "size", "offset", "threads", "qd", "warmup"]
+            "size", "offset", "threads", "qd", "warmup", "rate_iops", "rate", "thinktime"]
     )]
     pub job_file: Option<std::path::PathBuf>,
     /// With a job file: ignore options vsl cannot model or does not know
