@@ -239,7 +239,7 @@ pub struct RunArgs {
     #[arg(
         value_name = "JOB.fio",
         conflicts_with_all = ["profile", "rw", "rwmixread", "bs", "bssplit", "random_distribution",
-            "size", "offset", "threads", "qd", "warmup"]
+            "size", "offset", "threads", "qd", "warmup", "rate_iops", "rate", "thinktime"]
     )]
     pub job_file: Option<std::path::PathBuf>,
     /// With a job file: ignore options vsl cannot model or does not know
@@ -301,6 +301,45 @@ pub struct RunArgs {
     /// Write the intervals as CSV.
     #[arg(long)]
     pub csv: Option<std::path::PathBuf>,
+    /// Open loop: I/Os arrive at this rate per thread (fio's rate_iops;
+    /// 10k = 10,000), at most --threads x --qd in flight, later arrivals
+    /// queue; latency counts from arrival. Modelled card only.
+    #[arg(long, value_name = "IOPS", allow_hyphen_values = true)]
+    pub rate_iops: Option<String>,
+    /// Open loop at this bandwidth per thread (fio's rate; 100m = 100 MiB/s):
+    /// arrivals at rate / mean block size.
+    #[arg(
+        long,
+        value_name = "BYTES/s",
+        conflicts_with = "rate_iops",
+        allow_hyphen_values = true
+    )]
+    pub rate: Option<String>,
+    /// Arrival process of --rate-iops, --rate and --rate-sweep: linear
+    /// (evenly spaced) or poisson (exponential gaps, same mean).
+    #[arg(long, default_value = "linear", value_name = "linear|poisson")]
+    pub rate_process: String,
+    /// Closed loop with a pause: a thread waits this long (e.g. 100us)
+    /// after every --thinktime-blocks of its I/Os complete (fio's
+    /// thinktime). Modelled card only.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub thinktime: Option<String>,
+    /// I/Os between two think times (fio's thinktime_blocks).
+    #[arg(long, default_value_t = 1)]
+    pub thinktime_blocks: u32,
+    /// Latency against offered load: one open-loop run per total offered
+    /// rate (comma-separated, e.g. 10k,20k,40k), or `auto` (10 % to 110 % of
+    /// a closed-loop run's IOPS), each on a fresh card; prints a table,
+    /// --json/--csv write it, --chart draws it.
+    #[arg(long, value_name = "IOPS,...|auto")]
+    pub rate_sweep: Option<String>,
+    /// With --rate-sweep: an SVG chart of latency percentiles against offered IOPS.
+    #[arg(long, requires = "rate_sweep")]
+    pub chart: Option<std::path::PathBuf>,
+    /// Print the results on stdout in fio 3.33's format instead of the
+    /// summary: json, json+ (with clat_ns bins) or normal (fio's text).
+    #[arg(long, value_name = "json|json+|normal")]
+    pub output_format: Option<String>,
     /// No progress bar or table (errors still go to stderr).
     #[arg(long, short)]
     pub quiet: bool,

@@ -190,6 +190,7 @@ fn run_options(a: &RunArgs) -> Result<(RunOptions, Option<u64>)> {
 
 /// One measured run of a sequence on one target: what `vsl run` options
 /// give once, and a job file once per job.
+#[derive(Clone)]
 pub struct Step {
     pub spec: PlannedSpec,
     pub opts: RunOptions,
@@ -198,6 +199,10 @@ pub struct Step {
     pub label: String,
     /// Which job of a job file, for errors: "job 'x' (file:line)".
     pub job: Option<String>,
+    /// Open loop at this rate (fio's rate_iops/rate); `None`: closed loop.
+    pub rate: Option<crate::cmd_rate::RateSpec>,
+    /// fio's thinktime (closed loop only).
+    pub think: Option<lab::Think>,
 }
 
 impl Step {
@@ -221,6 +226,13 @@ pub fn execute(a: &RunArgs, obs: &dyn Observer) -> Result<Done> {
             p.display()
         );
     }
+    let step = flag_step(a)?;
+    let done = run_steps(a, None, vec![step], obs)?;
+    Ok(done.into_iter().next().expect("one step, one result"))
+}
+
+/// The step `vsl run`'s workload, time and rate options describe.
+pub fn flag_step(a: &RunArgs) -> Result<Step> {
     let spec = workload_spec(&a.workload)?;
     let (opts, warmup_ns) = run_options(a)?;
     let label = a
@@ -230,15 +242,20 @@ pub fn execute(a: &RunArgs, obs: &dyn Observer) -> Result<Done> {
         .or(a.workload.rw.as_deref())
         .unwrap_or("randwrite")
         .to_string();
-    let step = Step {
+    Ok(Step {
         spec,
         opts,
         warmup_ns,
         label,
         job: None,
-    };
-    let done = run_steps(a, None, vec![step], obs)?;
-    Ok(done.into_iter().next().expect("one step, one result"))
+        rate: crate::cmd_rate::of_flags(a)?,
+        think: crate::cmd_rate::think_of_flags(a)?,
+    })
+}
+
+/// Runs `steps` on a fresh modelled card as `a` describes it, silently.
+pub fn run_model_steps(a: &RunArgs, steps: &[Step]) -> Result<Vec<Done>> {
+    run_model(a, None, steps, &Silent)
 }
 
 /// The step a fio job describes: its own numjobs, iodepth, runtime,
@@ -258,12 +275,24 @@ pub fn job_step(a: &RunArgs, job: &Job) -> Result<Step> {
     };
     opts.validate()
         .with_context(|| format!("job '{}' ({})", job.name, job.at))?;
+    if job.thinktime_ns.is_some() && crate::cmd_rate::RateSpec::of_job(job).is_some() {
+        bail!(
+            "job '{}' ({}): thinktime with rate_iops/rate is not modelled (one or the other)",
+            job.name,
+            job.at
+        );
+    }
     Ok(Step {
         spec: job.spec.clone(),
         opts,
         warmup_ns: job.ramp_ns,
         label: format!("fio job {}", job.name),
         job: Some(format!("job '{}' ({})", job.name, job.at)),
+        rate: crate::cmd_rate::RateSpec::of_job(job),
+        think: job.thinktime_ns.map(|ns| lab::Think {
+            ns,
+            blocks: job.thinktime_blocks,
+        }),
     })
 }
 
@@ -305,6 +334,15 @@ fn run_steps(
     obs: &dyn Observer,
 ) -> Result<Vec<Done>> {
     match &a.target {
+        Some(_)
+            if steps.iter().any(|s| s.rate.is_some())
+                && a.target.as_deref().is_some_and(realtime::Target::is_real) =>
+        {
+            bail!("rate_iops/rate (--rate-iops/--rate): open-loop load runs on a modelled card; a real --target runs closed loop")
+        }
+        Some(t) if realtime::Target::is_real(t) && steps.iter().any(|s| s.think.is_some()) => {
+            bail!("thinktime (--thinktime): runs on a modelled card; not on a real --target {t}")
+        }
         Some(t) if realtime::Target::is_real(t) => steps
             .iter()
             .map(|s| {
@@ -326,13 +364,32 @@ pub fn run(a: RunArgs) -> Result<()> {
         print!("{}", workload::jobfile::options_table());
         return Ok(());
     }
+    if let Some(list) = &a.rate_sweep {
+        return crate::cmd_rate::sweep(&a, list);
+    }
     if let Some(path) = &a.job_file {
         return run_job_file(&a, path);
     }
+    if a.output_format.is_some() && (a.rate_iops.is_some() || a.rate.is_some()) {
+        bail!("--output-format: not available for open-loop runs (--rate-iops/--rate) yet; use --json");
+    }
+    let fio_format = a
+        .output_format
+        .as_deref()
+        .map(crate::fio_output::Format::parse)
+        .transpose()?;
     let duration_ns = duration_ns(&a)?;
     let progress = output::Progress::new(a.quiet, duration_ns);
     let done = execute(&a, &progress)?;
     progress.finish();
+    if let Some(f) = fio_format {
+        let jobs = [crate::fio_output::FioJob {
+            name: crate::fio_output::job_name(&a),
+            options: crate::fio_output::flag_options(&a),
+            done: &done,
+        }];
+        print_fio(f, &jobs, &[])?;
+    }
     let report = done.report();
     if let Some(path) = &a.json {
         output::write_json(path, &report)?;
@@ -340,9 +397,25 @@ pub fn run(a: RunArgs) -> Result<()> {
     if let Some(path) = &a.csv {
         output::write_csv(path, &done.result.intervals)?;
     }
-    if !a.quiet {
+    if !a.quiet && fio_format.is_none() {
         output::print_summary(&report, &done.device_line, done.wall_s);
     }
+    Ok(())
+}
+
+/// Prints `jobs` on stdout in fio's format `f`.
+fn print_fio(
+    f: crate::fio_output::Format,
+    jobs: &[crate::fio_output::FioJob],
+    globals: &[(String, String)],
+) -> Result<()> {
+    use crate::fio_output::{json, normal, Format};
+    let text = match f {
+        Format::Json => json(jobs, globals, false)?,
+        Format::JsonPlus => json(jobs, globals, true)?,
+        Format::Normal => normal(jobs)?,
+    };
+    print!("{text}");
     Ok(())
 }
 
@@ -350,8 +423,24 @@ pub fn run(a: RunArgs) -> Result<()> {
 /// one report for a one-job file (what the equivalent options write), an
 /// array of reports naming their jobs otherwise.
 fn run_job_file(a: &RunArgs, path: &std::path::Path) -> Result<()> {
+    let fio_format = a
+        .output_format
+        .as_deref()
+        .map(crate::fio_output::Format::parse)
+        .transpose()?;
     let file = workload::jobfile::read(path, a.lenient)?;
     let n = file.jobs().count();
+    if fio_format.is_some() {
+        if let Some(j) = file
+            .jobs()
+            .find(|j| crate::cmd_rate::RateSpec::of_job(j).is_some())
+        {
+            bail!(
+                "--output-format: not available for open-loop jobs (job '{}' has a rate) yet; use --json",
+                j.name
+            );
+        }
+    }
     if a.csv.is_some() && n > 1 {
         bail!(
             "--csv takes one job's intervals; {} has {n} jobs (use --json)",
@@ -386,6 +475,24 @@ fn run_job_file(a: &RunArgs, path: &std::path::Path) -> Result<()> {
     if let Some(p) = &a.csv {
         output::write_csv(p, &done[0].result.intervals)?;
     }
+    if let Some(f) = fio_format {
+        let jobs: Vec<_> = done
+            .iter()
+            .zip(file.jobs())
+            .map(|(d, j)| crate::fio_output::FioJob {
+                name: j.name.clone(),
+                options: j.options.clone(),
+                done: d,
+            })
+            .collect();
+        let globals = file
+            .jobs()
+            .next()
+            .map(|j| j.global_options.clone())
+            .unwrap_or_default();
+        print_fio(f, &jobs, &globals)?;
+        return Ok(());
+    }
     if !a.quiet {
         for (d, (r, j)) in done.iter().zip(reports.iter().zip(file.jobs())) {
             if n > 1 {
@@ -417,6 +524,12 @@ pub struct Done {
     pub ignored: Vec<String>,
     /// Real targets: the layout and what reached the device.
     pub real: Option<RealDone>,
+    /// Per direction, as fio accounts it (for --output-format).
+    pub fio: Option<lab::FioStats>,
+    /// The process's CPU use over the measured run (real targets).
+    pub cpu: Option<crate::fio_output::Cpu>,
+    /// Open-loop runs: what was offered.
+    pub open_loop: Option<crate::cmd_rate::OpenLoopInfo>,
 }
 
 /// What a run on a real target adds: the layout before it and the device
@@ -444,6 +557,7 @@ impl Done {
             measured_on_device: self.real.as_ref().map(|r| &r.device.measured_on_device),
             job: self.job.as_deref(),
             ignored_options: (!self.ignored.is_empty()).then_some(&self.ignored[..]),
+            open_loop: self.open_loop.as_ref(),
         }
     }
 }
@@ -512,7 +626,17 @@ fn model_step(
             interval_ns: warm_ns,
             ..opts.clone()
         };
-        start = lab::run(card, &resolved, &warm, start, &mut |_| {})?.end;
+        start = crate::cmd_rate::run_any(
+            card,
+            &resolved,
+            &warm,
+            (step.rate.as_ref(), step.think),
+            start,
+            &mut |_| {},
+            None,
+        )?
+        .0
+        .end;
     }
     if first {
         card.arm_die_failures(start)?;
@@ -522,10 +646,19 @@ fn model_step(
     let mut publisher = rundir::live::Publisher::new("run", &label);
     let mut sampled = Sampled::new(card, start, opts.interval_ns);
     let series = sampled.series.clone();
-    let mut result = lab::run(&mut sampled, &resolved, &opts, start, &mut |iv| {
-        progress.interval(iv);
-        health_series::publish(&mut publisher, iv, &series);
-    })?;
+    let mut fio = lab::FioStats::default();
+    let (mut result, open_loop) = crate::cmd_rate::run_any(
+        &mut sampled,
+        &resolved,
+        &opts,
+        (step.rate.as_ref(), step.think),
+        start,
+        &mut |iv| {
+            progress.interval(iv);
+            health_series::publish(&mut publisher, iv, &series);
+        },
+        Some(&mut fio),
+    )?;
     sampled.finish(result.end);
     drop(sampled);
     result.summary.precondition_s = (start - began).as_secs_f64();
@@ -546,6 +679,9 @@ fn model_step(
             job: None,
             ignored: Vec::new(),
             real: None,
+            fio: step.rate.is_none().then_some(fio),
+            cpu: None,
+            open_loop,
         },
         end,
     ))
@@ -603,7 +739,10 @@ fn run_real(t: &str, a: &RunArgs, step: &Step, progress: &dyn Observer) -> Resul
         };
         pre_s += rt.run(&resolved, &warm, &engine, &mut |_| {})?.info.wall_s;
     }
+    let cpu0 = crate::fio_output::Cpu::now();
     let mut run = rt.run(&resolved, &opts, &engine, &mut |iv| progress.interval(iv))?;
+    let cpu = crate::fio_output::Cpu::now().since(&cpu0);
+    let fio = std::mem::take(&mut run.fio);
     run.result.summary.precondition_s = pre_s;
     run.device.set_unwritten_share(layout.unwritten_share());
     for note in &run.info.notes {
@@ -639,5 +778,8 @@ fn run_real(t: &str, a: &RunArgs, step: &Step, progress: &dyn Observer) -> Resul
         }),
         job: None,
         ignored: Vec::new(),
+        fio: Some(fio),
+        cpu: Some(cpu),
+        open_loop: None,
     })
 }

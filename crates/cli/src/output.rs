@@ -99,6 +99,9 @@ pub struct Report<'a> {
     /// Job-file options ignored under `--lenient`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ignored_options: Option<&'a [String]>,
+    /// Open-loop runs (rate_iops/--rate-iops): the offered rate and process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<&'a crate::cmd_rate::OpenLoopInfo>,
 }
 
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {

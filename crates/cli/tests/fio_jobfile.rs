@@ -144,8 +144,8 @@ fn issue_30_bad_job_files_fail_in_one_line() {
         ),
         (
             "rate.fio",
-            "[j]\nrate_iops=100\n",
-            ":2: 'rate_iops=100' is not modelled",
+            "[j]\nrate_iops=fast\n",
+            ":2: rate_iops: 'fast' is not a positive whole number of IOPS",
         ),
         (
             "pareto.fio",
@@ -180,7 +180,7 @@ fn issue_30_bad_job_files_fail_in_one_line() {
 fn issue_30_lenient_ignores_and_lists() {
     let f = write(
         "lenient.fio",
-        "[j]\nrw=randwrite\nthinktime=10\nfrobnicate=3\ntime_based\nruntime=300ms\n",
+        "[j]\nrw=randwrite\nthinktime_spin=10\nfrobnicate=3\ntime_based\nruntime=300ms\n",
     );
     let j = out("lenient.json");
     let (code, err) = refused(&f, &["--lenient", "--json", &j]);
@@ -188,7 +188,7 @@ fn issue_30_lenient_ignores_and_lists() {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
     assert_eq!(
         v["ignored_options"],
-        serde_json::json!(["thinktime=10", "frobnicate=3"])
+        serde_json::json!(["thinktime_spin=10", "frobnicate=3"])
     );
     assert_eq!(v["options"]["duration_ns"], 300_000_000);
 }

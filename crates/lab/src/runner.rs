@@ -137,7 +137,40 @@ pub fn run<D: VirtualDevice>(
     start: Nanos,
     on_interval: &mut dyn FnMut(&IntervalStats),
 ) -> Result<RunResult, RunError> {
+    run_fio(dev, spec, opts, start, on_interval, None, None)
+}
+
+/// fio's `thinktime`: a thread pauses `ns` after every `blocks` of its I/Os
+/// complete. With a queue depth of 1 that is fio's behaviour; deeper, the
+/// slot whose completion ends a block waits and the others go on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Think {
+    pub ns: u64,
+    pub blocks: u32,
+}
+
+/// A queue entry that is a thread's wake-up after its think time, not an I/O.
+const WAKE: u64 = u64::MAX;
+
+/// [`run`], also accounting every measured completion in `fio` (per
+/// direction, fio's histogram and one sample per interval) when given, and
+/// pausing threads for `think` when given.
+pub fn run_fio<D: VirtualDevice>(
+    dev: &mut D,
+    spec: &WorkloadSpec,
+    opts: &RunOptions,
+    start: Nanos,
+    on_interval: &mut dyn FnMut(&IntervalStats),
+    mut fio: Option<&mut crate::FioStats>,
+    think: Option<Think>,
+) -> Result<RunResult, RunError> {
     opts.validate()?;
+    if think.is_some_and(|t| t.blocks == 0) {
+        return Err(RunError::Options(
+            "thinktime_blocks must be at least 1".into(),
+        ));
+    }
+    let mut completed = vec![0u64; opts.threads as usize];
     let spec = spec.resolve(dev.capacity_bytes(), dev.sector_bytes())?;
     let mut master = Prng::from_seed(opts.seed);
     // Each thread's next I/O is drawn one step early so that the device can
@@ -232,6 +265,9 @@ pub fn run<D: VirtualDevice>(
     // (`replace_top`: one sift of the heap instead of two).
     while let Some((t, &(thread, issued, is_read, len))) = queue.peek() {
         while t >= boundary && boundary <= end {
+            if let Some(f) = fio.as_deref_mut() {
+                f.close_interval(interval.as_secs_f64());
+            }
             close(
                 &mut window,
                 &mut total,
@@ -246,16 +282,35 @@ pub fn run<D: VirtualDevice>(
             // Stop issuing and let the I/Os in flight finish, as fio does at
             // the end of a run, so the next run starts on a drained device.
             // They completed after the window closed and are not counted.
-            drained = t;
-            while let Some((t, _)) = queue.pop() {
-                drained = drained.max(t);
+            drained = if len == WAKE { end } else { t };
+            while let Some((t, (_, _, _, len))) = queue.pop() {
+                if len != WAKE {
+                    drained = drained.max(t);
+                }
             }
             break;
         }
+        if len == WAKE {
+            // The thread's think time is over: its next I/O now.
+            let (done, r, l) = submit(dev, &mut gens, thread, t)?;
+            queue.replace_top(done, (thread, t, r, l));
+            continue;
+        }
         window.lat.record((t - issued).0);
+        if let Some(f) = fio.as_deref_mut() {
+            f.record(is_read, (t - issued).0, len);
+        }
         window.reads += is_read as u64;
         window.writes += !is_read as u64;
         window.bytes += len;
+        if let Some(th) = think {
+            let c = &mut completed[thread as usize];
+            *c += 1;
+            if (*c).is_multiple_of(th.blocks as u64) {
+                queue.replace_top(t + Nanos(th.ns), (thread, t, false, WAKE));
+                continue;
+            }
+        }
         let (done, r, l) = submit(dev, &mut gens, thread, t)?;
         queue.replace_top(done, (thread, t, r, l));
     }
@@ -263,6 +318,9 @@ pub fn run<D: VirtualDevice>(
     if boundary > end && window.lat.count() > 0 {
         let secs = (end - (boundary - interval)).as_secs_f64();
         if secs > 0.0 {
+            if let Some(f) = fio {
+                f.close_interval(secs);
+            }
             close(&mut window, &mut total, end, secs, dev, &mut intervals);
         }
     }
@@ -317,6 +375,68 @@ mod tests {
             interval_ns: 50_000_000,
             seed,
         }
+    }
+
+    #[test]
+    fn think_time_paces_a_queue_depth_1_thread() {
+        let spec = Profile::by_name("4k-randread").unwrap().spec();
+        let o = RunOptions {
+            threads: 1,
+            queue_depth: 1,
+            ..opts(3)
+        };
+        let free = run(&mut card(), &spec, &o, Nanos::ZERO, &mut |_| {}).unwrap();
+        let service_ns = 1e3 * free.summary.totals.lat_avg_us;
+        let think = Think {
+            ns: 100_000,
+            blocks: 1,
+        };
+        let paced = run_fio(
+            &mut card(),
+            &spec,
+            &o,
+            Nanos::ZERO,
+            &mut |_| {},
+            None,
+            Some(think),
+        )
+        .unwrap();
+        // Each I/O takes its service time plus 100 us of thinking.
+        let expect = 0.2 / ((service_ns + 100_000.0) / 1e9);
+        let got = paced.summary.totals.ios as f64;
+        assert!(
+            (got - expect).abs() / expect < 0.05,
+            "{got} I/Os, expected {expect:.0}"
+        );
+        // Every 4th I/O: a quarter of the pauses.
+        let think4 = Think { blocks: 4, ..think };
+        let r4 = run_fio(
+            &mut card(),
+            &spec,
+            &o,
+            Nanos::ZERO,
+            &mut |_| {},
+            None,
+            Some(think4),
+        )
+        .unwrap();
+        let expect4 = 0.2 / ((service_ns + 25_000.0) / 1e9);
+        let got4 = r4.summary.totals.ios as f64;
+        assert!(
+            (got4 - expect4).abs() / expect4 < 0.05,
+            "{got4} I/Os, expected {expect4:.0}"
+        );
+        let zero = Think { blocks: 0, ..think };
+        assert!(run_fio(
+            &mut card(),
+            &spec,
+            &o,
+            Nanos::ZERO,
+            &mut |_| {},
+            None,
+            Some(zero)
+        )
+        .is_err());
     }
 
     #[test]

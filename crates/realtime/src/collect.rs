@@ -1,6 +1,6 @@
 //! Per-worker interval windows and their merge at interval boundaries.
 
-use lab::{IntervalStats, LatencyStats, RunResult, Summary};
+use lab::{FioStats, IntervalStats, LatencyStats, RunResult, Summary};
 use std::collections::BTreeMap;
 use std::sync::mpsc::Sender;
 
@@ -10,6 +10,8 @@ pub(crate) struct Window {
     pub(crate) reads: u64,
     pub(crate) writes: u64,
     pub(crate) bytes: u64,
+    /// Per direction, for fio's JSON.
+    pub(crate) fio: FioStats,
 }
 
 impl Window {
@@ -19,11 +21,13 @@ impl Window {
             reads: 0,
             writes: 0,
             bytes: 0,
+            fio: FioStats::default(),
         }
     }
 
     fn merge(&mut self, o: &Window) {
         self.lat.merge(&o.lat);
+        self.fio.merge(&o.fio);
         self.reads += o.reads;
         self.writes += o.writes;
         self.bytes += o.bytes;
@@ -85,6 +89,7 @@ impl Meter {
         w.reads += is_read as u64;
         w.writes += !is_read as u64;
         w.bytes += len;
+        w.fio.record(is_read, lat_ns, len);
     }
 
     fn ship(&mut self, next_idx: u64) {
@@ -191,6 +196,7 @@ impl Collector {
             let secs = (end_ns - idx * self.interval_ns) as f64 / 1e9;
             let st = stats(end_ns as f64 / 1e9, secs, &w);
             self.total.merge(&w);
+            self.total.fio.close_interval(secs);
             on_interval(&st);
             self.intervals.push(st);
         }
@@ -198,13 +204,16 @@ impl Collector {
 
     /// The run's result, or the first worker error. `drained_ns`: when the
     /// last I/O in flight at the end completed (since the start).
-    pub(crate) fn finish(self, drained_ns: u64) -> Result<RunResult, crate::RealtimeError> {
+    pub(crate) fn finish(
+        self,
+        drained_ns: u64,
+    ) -> Result<(RunResult, FioStats), crate::RealtimeError> {
         if let Some(e) = self.error {
             return Err(e);
         }
         let secs = self.duration_ns as f64 / 1e9;
         let t = &self.total;
-        Ok(RunResult {
+        let run = RunResult {
             summary: Summary {
                 totals: stats(secs, secs, t),
                 reads: t.reads,
@@ -218,7 +227,8 @@ impl Collector {
             },
             intervals: self.intervals,
             end: sim::Nanos(drained_ns.max(self.duration_ns)),
-        })
+        };
+        Ok((run, self.total.fio))
     }
 }
 
@@ -257,7 +267,11 @@ mod tests {
             c.take(m, &mut |s| seen.push(s.clone()));
         }
         assert_eq!(c.running(), 0);
-        let r = c.finish(30_000_000).unwrap();
+        let (r, fio) = c.finish(30_000_000).unwrap();
+        assert_eq!((fio.dirs[0].ios, fio.dirs[1].ios), (3, 1));
+        let per_interval: Vec<u64> = fio.dirs[0].samples.iter().map(|s| s.ios).collect();
+        assert_eq!(per_interval, vec![2, 0, 1]);
+        assert_eq!(fio.dirs[0].max_ns, 4000);
         assert_eq!(r.end, sim::Nanos(30_000_000));
         assert_eq!(seen, r.intervals);
         let ios: Vec<u64> = r.intervals.iter().map(|s| s.ios).collect();

@@ -95,6 +95,9 @@ pub struct RealRun {
     pub info: RunInfo,
     /// What reached the block device under the target, and the verdict.
     pub device: DeviceReport,
+    /// Per direction, for fio's JSON.
+    #[serde(skip)]
+    pub fio: lab::FioStats,
 }
 
 /// What a precondition fill did.
@@ -219,7 +222,7 @@ impl RealTarget {
         let started = Instant::now();
         let counters = self.watch().snapshot();
         let batch = engine.submit_batch as usize;
-        let result = self.drive(
+        let (result, fio) = self.drive(
             (kind, batch),
             qd,
             max_block as usize,
@@ -236,6 +239,7 @@ impl RealTarget {
         Ok(RealRun {
             device,
             result,
+            fio,
             info: RunInfo {
                 target: self.target().clone(),
                 engine: kind,
@@ -260,7 +264,7 @@ impl RealTarget {
         data: Vec<Prng>,
         opts: &RunOptions,
         on_interval: &mut dyn FnMut(&IntervalStats),
-    ) -> Result<RunResult, RealtimeError> {
+    ) -> Result<(RunResult, lab::FioStats), RealtimeError> {
         let workers = sources.len();
         let (tx, rx) = channel::<Msg>();
         let stop = AtomicBool::new(false);

@@ -13,8 +13,9 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use crate::format::{format_tick, PALETTE};
 use crate::model::{Chart, ChartKind, XValue};
 
-pub(crate) const WIDTH_PX: u32 = 860;
-const PLOT_HEIGHT_PX: u32 = 470;
+/// A review chart's width and plot height, pixels.
+pub const WIDTH_PX: u32 = 860;
+pub const PLOT_HEIGHT_PX: u32 = 470;
 const LEGEND_ROW_PX: u32 = 22;
 const FONT: &str = "sans-serif";
 /// plotters writes `font-size = size / 1.24` into SVG; these are the sizes we

@@ -65,6 +65,7 @@ mod model;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+pub use chart::{PLOT_HEIGHT_PX as CHART_PLOT_HEIGHT_PX, WIDTH_PX as CHART_WIDTH_PX};
 pub use demo::{demo_review, MATRIX_POINTS};
 pub use error::ReportError;
 pub use format::{format_tick, target_colour_hex};
@@ -96,7 +97,9 @@ pub struct RenderedChart {
 const RESERVED_IDS: [&str; 3] = ["targets", "contents", "configuration"];
 
 /// Draws one chart on its own as an SVG document `width_px` wide with a
-/// plot `plot_height_px` high (the dashboard's charts): the same drawing as
+/// plot `plot_height_px` high (the dashboard's charts; `vsl run
+/// --rate-sweep` at a review chart's size, [`CHART_WIDTH_PX`] ×
+/// [`CHART_PLOT_HEIGHT_PX`]): the same drawing as
 /// a review's charts, series coloured in their order.
 pub fn chart_svg(chart: &Chart, width_px: u32, plot_height_px: u32) -> Result<String, ReportError> {
     struct InOrder<'a>(&'a Chart);

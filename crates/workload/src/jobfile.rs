@@ -162,12 +162,12 @@ pub const OPTIONS: &[FioOption] = &[
     opt("write_lat_log", &[], Text, "", "any", NoEffect, "logging only"),
     opt("write_iops_log", &[], Text, "", "any", NoEffect, "logging only"),
     opt("log_avg_msec", &[], Int, "0", "any", NoEffect, "logging only"),
-    opt("rate", &[], Text, "", "", NotModelled, "bandwidth cap: vsl runs closed loop (no open-loop pacing)"),
-    opt("rate_iops", &[], Text, "", "", NotModelled, "IOPS cap: vsl runs closed loop (no open-loop pacing)"),
+    opt("rate", &[], Text, "", "bytes/s >0", Modelled, "bandwidth per job: open-loop arrivals at rate / mean bs (modelled card)"),
+    opt("rate_iops", &[], Int, "", ">0", Modelled, "IOPS per job: open-loop arrivals at this rate (modelled card)"),
     opt("rate_min", &["ratemin"], Text, "", "", NotModelled, "minimum rate: not modelled"),
-    opt("rate_process", &[], Text, "linear", "", NotModelled, "arrival process (poisson): vsl runs closed loop"),
-    opt("thinktime", &[], Time, "0", "", NotModelled, "pause between I/Os: not modelled"),
-    opt("thinktime_blocks", &[], Int, "1", "", NotModelled, "think-time batching: not modelled"),
+    opt("rate_process", &[], Text, "linear", "linear|poisson", Modelled, "arrival process of rate/rate_iops: fixed or exponential gaps"),
+    opt("thinktime", &[], Time, "0", "us if no unit", Modelled, "pause of a job after every thinktime_blocks I/Os (closed loop)"),
+    opt("thinktime_blocks", &[], Int, "1", ">=1", Modelled, "I/Os between two think times"),
     opt("thinktime_spin", &[], Time, "0", "", NotModelled, "think-time spin: not modelled"),
     opt("ss", &["steadystate"], Text, "", "", NotModelled,
         "steady-state termination: not in vsl run (vsl review has SNIA's detector)"),
@@ -299,6 +299,21 @@ pub struct Job {
     pub ignored: Vec<String>,
     /// Where vsl's run differs from fio's, for the user.
     pub notes: Vec<String>,
+    /// The options of its own section as written (after `${VAR}`), in
+    /// order: fio's JSON "job options". A flag has an empty value.
+    pub options: Vec<(String, String)>,
+    /// The `[global]` options in force for it: fio's "global options".
+    pub global_options: Vec<(String, String)>,
+    /// fio's `rate_iops` (per job): an open-loop run at this rate.
+    pub rate_iops: Option<u64>,
+    /// fio's `rate` (bytes/s per job): an open-loop run at this bandwidth.
+    pub rate_bytes: Option<u64>,
+    /// `rate_process=poisson` (else linear: fixed gaps).
+    pub rate_poisson: bool,
+    /// fio's `thinktime` (ns; `None`: none).
+    pub thinktime_ns: Option<u64>,
+    /// fio's `thinktime_blocks`.
+    pub thinktime_blocks: u32,
 }
 
 /// A parsed job file: phases run one after another; the jobs of a phase
@@ -393,8 +408,11 @@ pub fn parse(text: &str, path: &Path, cx: &Context) -> Result<JobFile, JobFileEr
             continue;
         }
         let mut entries = globals.clone();
+        let own = pairs(&s.entries);
         entries.extend(s.entries);
-        let (job, stonewall) = job(&s.name, &s.file, s.line, &entries, cx)?;
+        let (mut job, stonewall) = job(&s.name, &s.file, s.line, &entries, cx)?;
+        job.options = own;
+        job.global_options = pairs(&globals);
         match phases.last_mut() {
             Some(p) if !stonewall => {
                 if !cx.lenient {
@@ -428,6 +446,14 @@ pub fn parse(text: &str, path: &Path, cx: &Context) -> Result<JobFile, JobFileEr
         ));
     }
     Ok(JobFile { phases })
+}
+
+/// `key=value` entries as pairs, a flag with an empty value.
+fn pairs(entries: &[Entry]) -> Vec<(String, String)> {
+    entries
+        .iter()
+        .map(|e| (e.key.clone(), e.value.clone().unwrap_or_default()))
+        .collect()
 }
 
 /// Where a line stands: its file (named in errors, and the anchor of
@@ -634,6 +660,13 @@ impl Builder {
                 compress: None,
                 ignored: Vec::new(),
                 notes: Vec::new(),
+                options: Vec::new(),
+                global_options: Vec::new(),
+                rate_iops: None,
+                rate_bytes: None,
+                rate_poisson: false,
+                thinktime_ns: None,
+                thinktime_blocks: 1,
             },
         }
     }
@@ -792,6 +825,40 @@ fn apply(b: &mut Builder, o: &FioOption, e: &Entry) -> Result<(), Refusal> {
         "buffered" if bool_of(e)? => return Err(buffered()),
         "direct" | "buffered" => b.direct = true,
         "stonewall" => b.stonewall = bool_of(e)?,
+        "rate_iops" => {
+            let v = same_for_reads_and_writes(e)?;
+            match v.trim().parse::<u64>() {
+                Ok(n) if n > 0 => j.rate_iops = Some(n),
+                _ => return invalid(format!("'{v}' is not a positive whole number of IOPS")),
+            }
+        }
+        "rate" => {
+            let v = same_for_reads_and_writes(e)?;
+            match parse_size(v) {
+                Ok(n) if n > 0 => j.rate_bytes = Some(n),
+                Ok(_) => return invalid("the rate must be positive"),
+                Err(m) => return invalid(m),
+            }
+        }
+        "thinktime" => {
+            // fio's unit for a bare number here is the microsecond.
+            let v = value(e)?;
+            j.thinktime_ns = match v.trim() {
+                "0" => None,
+                t if t.chars().all(|c| c.is_ascii_digit()) => {
+                    Some(parse_duration_ns(&format!("{t}us")).map_err(Refusal::Invalid)?)
+                }
+                t => Some(parse_duration_ns(t).map_err(Refusal::Invalid)?),
+            };
+        }
+        "thinktime_blocks" => j.thinktime_blocks = int_of(e, 1, 1 << 30)? as u32,
+        "rate_process" => {
+            j.rate_poisson = match value(e)? {
+                "poisson" => true,
+                "linear" => false,
+                o => return invalid(format!("'{o}' (expected linear or poisson)")),
+            }
+        }
         other => unreachable!("modelled option '{other}' has no rule"),
     }
     Ok(())
@@ -1135,12 +1202,45 @@ mod tests {
     }
 
     #[test]
+    fn rates_are_read_and_bad_ones_refused() {
+        let j = one("[j]\nrw=randread\nrate_iops=5000\nrate_process=poisson\n");
+        assert_eq!(
+            (j.rate_iops, j.rate_bytes, j.rate_poisson),
+            (Some(5000), None, true)
+        );
+        let j = one("[j]\nthinktime=250\nthinktime_blocks=8\n");
+        assert_eq!(
+            (j.thinktime_ns, j.thinktime_blocks),
+            (Some(250_000), 8),
+            "bare: us"
+        );
+        assert_eq!(one("[j]\nthinktime=2ms\n").thinktime_ns, Some(2_000_000));
+        assert!(parse_with("[j]\nthinktime_blocks=0\n", false, &[]).is_err());
+        let j = one("[j]\nrw=randread\nrate=4m,4m\n");
+        assert_eq!(
+            (j.rate_iops, j.rate_bytes, j.rate_poisson),
+            (None, Some(4 << 20), false)
+        );
+        for (text, needle) in [
+            ("[j]\nrate_iops=0\n", "positive whole number"),
+            ("[j]\nrate_iops=fast\n", "'fast'"),
+            ("[j]\nrate_iops=100,200\n", "separate values"),
+            ("[j]\nrate_process=bursty\n", "linear or poisson"),
+            ("[j]\nrate=0\n", "positive"),
+        ] {
+            let e = parse_with(text, false, &[]).unwrap_err();
+            assert_eq!(e.line, 2, "{text}: {e}");
+            assert!(e.to_string().contains(needle), "{text}: {e}");
+        }
+    }
+
+    #[test]
     fn refusals_name_the_option_and_the_line() {
-        let e = parse_with("[j]\nrw=read\nrate_iops=500\n", false, &[]).unwrap_err();
+        let e = parse_with("[j]\nrw=read\nthinktime_spin=500\n", false, &[]).unwrap_err();
         assert_eq!(e.line, 3);
         assert!(
             e.to_string()
-                .starts_with("dir/t.fio:3: 'rate_iops=500' is not modelled"),
+                .starts_with("dir/t.fio:3: 'thinktime_spin=500' is not modelled"),
             "{e}"
         );
         let e = parse_with("[j]\nfrobnicate=1\n", false, &[]).unwrap_err();
@@ -1198,7 +1298,7 @@ mod tests {
         let e = parse_with(
             "[j]\ninclude bad.fio\n",
             false,
-            &[("dir/bad.fio", "\nthinktime=5\n")],
+            &[("dir/bad.fio", "\nthinktime_spin=5\n")],
         )
         .unwrap_err();
         assert_eq!((e.file.as_str(), e.line), ("dir/bad.fio", 2));
@@ -1217,12 +1317,15 @@ mod tests {
     fn concurrent_jobs_are_refused_unless_lenient() {
         let e = parse_with("[a]\nrw=read\n[b]\nrw=write\n", false, &[]).unwrap_err();
         assert_eq!(e.line, 3);
-        let text = "[a]\nrw=read\n[b]\nrw=write\nthinktime=10\nmystery=2\n";
+        let text = "[a]\nrw=read\n[b]\nrw=write\nthinktime_spin=10\nmystery=2\n";
         assert!(e.message.contains("runs concurrently"), "{e}");
         let f = parse_with(text, true, &[]).unwrap();
         assert_eq!(f.phases.len(), 1);
         assert_eq!(f.phases[0].len(), 2);
-        assert_eq!(f.phases[0][1].ignored, vec!["thinktime=10", "mystery=2"]);
+        assert_eq!(
+            f.phases[0][1].ignored,
+            vec!["thinktime_spin=10", "mystery=2"]
+        );
         assert!(f.phases[0][1]
             .notes
             .iter()

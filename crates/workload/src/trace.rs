@@ -1,5 +1,7 @@
-//! Block traces for replay: the SNIA IOTTA / MSR Cambridge CSV format, and
-//! a documented synthetic mail-server trace.
+//! Block traces for closed-loop replay inside a workload: the SNIA IOTTA /
+//! MSR Cambridge CSV format (its line parser is shared with the streaming
+//! reader of [`crate::tracefmt`]), and a documented synthetic mail-server
+//! trace.
 //!
 //! MSR Cambridge lines are
 //! `Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime` with
@@ -9,6 +11,7 @@
 //! QD of 8 and 48).
 
 use crate::spec::SpecError;
+use crate::tracefmt::msr::{parse_line, MsrLine};
 use sim::Prng;
 
 /// One traced I/O.
@@ -39,24 +42,15 @@ impl Trace {
             let bad = |why: &str| {
                 SpecError::Invalid(format!("trace {name} line {}: {why}: '{line}'", i + 1))
             };
-            let f: Vec<&str> = line.split(',').collect();
-            if f.len() < 6 {
-                if i == 0 && line.to_ascii_lowercase().contains("timestamp") {
-                    continue; // header
-                }
-                return Err(bad("expected 7 comma-separated fields"));
-            }
-            let is_read = match f[3].trim().to_ascii_lowercase().as_str() {
-                "read" | "r" => true,
-                "write" | "w" => false,
-                _ if i == 0 => continue, // header line
-                _ => return Err(bad("type must be Read or Write")),
+            let (is_read, offset, len) = match parse_line(line, i == 0).map_err(bad)? {
+                MsrLine::Skip => continue,
+                MsrLine::Io {
+                    is_read,
+                    offset,
+                    len,
+                    ..
+                } => (is_read, offset, len),
             };
-            let offset: u64 = f[4].trim().parse().map_err(|_| bad("bad offset"))?;
-            let len: u64 = f[5].trim().parse().map_err(|_| bad("bad size"))?;
-            if len == 0 {
-                return Err(bad("zero size"));
-            }
             ios.push(TraceIo {
                 is_read,
                 offset,
