@@ -50,6 +50,8 @@ pub enum Command {
     Serve(web::ServeArgs),
     /// Power-cut campaign: cut power at random NAND operation boundaries, recover, check every acknowledged write.
     Torture(TortureArgs),
+    /// Replay a block trace (fio iolog, blkparse, MSR, SNIA IOTTA, MQSim) on modelled cards in virtual time.
+    Replay(Box<crate::cmd_replay::ReplayArgs>),
 }
 
 /// `vsl torture`: a randomized, deterministic power-cut campaign in virtual

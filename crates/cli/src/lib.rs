@@ -10,6 +10,7 @@
 pub mod app_report;
 pub mod args;
 pub mod cmd_devices;
+pub mod cmd_replay;
 pub mod cmd_review;
 pub mod cmd_run;
 pub mod cmd_torture;
