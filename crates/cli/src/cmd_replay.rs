@@ -77,6 +77,10 @@ pub struct ReplayArgs {
     /// No progress bar or interval table.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Only read and map the trace (no card simulated) and report records
+    /// per wall second: the baseline of bench/replay_speed.sh.
+    #[arg(long, hide = true)]
+    pub parse_only: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
@@ -394,6 +398,21 @@ fn replay_one(
         counts: TraceCounts::default(),
         progress: bar.clone(),
     };
+    if a.parse_only {
+        let wall = std::time::Instant::now();
+        let mut n = 0u64;
+        while src.next_arrival().map_err(|e| anyhow!("{e}"))?.is_some() {
+            n += 1;
+        }
+        let wall_s = wall.elapsed().as_secs_f64();
+        bar.finish_and_clear();
+        println!(
+            "{{\"parse_only\": true, \"records\": {}, \"arrivals\": {n}, \"wall_s\": {wall_s:.6}, \"records_per_wall_s\": {:.0}}}",
+            src.counts.records,
+            src.counts.records as f64 / wall_s.max(1e-9)
+        );
+        std::process::exit(0);
+    }
     let mut start = Nanos::ZERO;
     if a.precondition {
         bar.set_message("preconditioning");

@@ -99,8 +99,8 @@ impl OpenOptions {
             return e("duration and interval must be positive");
         }
         if let Some(d) = self.duration_ns {
-            if d / self.interval_ns > 10_000_000 {
-                return e("more than 10 million intervals: use a longer interval");
+            if d / self.interval_ns > MAX_INTERVALS as u64 {
+                return e("more than 2 million intervals: use a longer interval");
             }
         }
         if let Pacing::Timed { speed } = self.pacing {
@@ -196,7 +196,8 @@ struct OpStats {
     bytes: u64,
 }
 
-const MAX_INTERVALS: usize = 10_000_000;
+/// Intervals a run may report (each holds its statistics in the result).
+const MAX_INTERVALS: usize = 2_000_000;
 
 #[derive(Default)]
 struct Window {
@@ -312,10 +313,20 @@ pub fn run_arrivals<D: VirtualDevice>(
             match source.next_arrival().map_err(OpenLoopError::Source)? {
                 Some(a) => {
                     arrived += 1;
-                    let at = match speed {
-                        Some(1.0) => start + Nanos(a.at_ns),
-                        Some(s) => start + Nanos((a.at_ns as f64 / s).round() as u64),
-                        None => now,
+                    let rel = match speed {
+                        Some(1.0) => a.at_ns,
+                        // Saturates far beyond any run (u64::MAX ns: 584 years).
+                        Some(s) => (a.at_ns as f64 / s).round() as u64,
+                        None => 0,
+                    };
+                    let at = match (speed, start.0.checked_add(rel)) {
+                        (None, _) => now,
+                        (Some(_), Some(t)) => Nanos(t),
+                        (Some(_), None) => {
+                            return Err(OpenLoopError::Source(
+                                format!("arrival time {} ns is out of range", a.at_ns).into(),
+                            ))
+                        }
                     };
                     let at = if at < last_arrival {
                         reordered += speed.is_some() as u64;
