@@ -29,7 +29,7 @@ gen() {
     for (i = 0; i < n; i++) {
       t += 1 + int(rand() * 19)
       op = (rand() < 0.7) ? "read" : "write"
-      printf "%d /dev/x %s %d 4096\n", t, op, int(rand() * span / 4096) * 4096
+      printf "%d /dev/x %s %.0f 4096\n", t, op, int(rand() * span / 4096) * 4096
     }
   }'
 }
