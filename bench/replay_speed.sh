@@ -6,14 +6,14 @@
 # measured in the same run on the same file: merely reading and parsing the
 # trace (`vsl replay --parse-only`: no card simulated) and `wc -l`. Then the
 # peak RSS (/usr/bin/time -v) of replaying a small and a large trace
-# (BIG_GB, default 2, generated in /var/tmp and deleted afterwards): bounded
+# (BIG_MB, default 2000, generated in /var/tmp and deleted afterwards): bounded
 # memory means the two are close. The replay is single-threaded (one core).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -n "${NO_BUILD:-}" ] || cargo build --release -q -p vsl
 VSL=$PWD/target/release/vsl
 N=${N:-5000000}
-BIG_GB=${BIG_GB:-2}
+BIG_MB=${BIG_MB:-2000}
 DEVICE=${DEVICE:-iodrive-duo-640-mlc}
 SCALE=${SCALE:-0.01}
 TMP=${TMPDIR_BIG:-/var/tmp}
@@ -39,42 +39,41 @@ echo "trace: $N records, $(du -h "$small" | cut -f1) ($small)"
 
 t0=$(date +%s.%N); wc -l <"$small" >/dev/null; t1=$(date +%s.%N)
 wc_s=$(echo "$t1 - $t0" | bc -l)
-parse=$("$VSL" replay "$small" "${card[@]}" --afap --parse-only -q)
 
-run() { # run NAME ARGS...: replay with /usr/bin/time, print "wall_s rss_kb"
+run() { # run NAME ARGS...: vsl replay under /usr/bin/time; prints "wall_s rss_kB cpu_s"
   local name=$1; shift
   /usr/bin/time -v "$VSL" replay "$@" -q --json >"$TMP/replay-$name.json" 2>"$TMP/replay-$name.time"
-  local wall rss
-  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s}' "$TMP/replay-$name.time")
-  rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$TMP/replay-$name.time")
-  echo "$wall $rss"
+  awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, p, ":"); w = 0; for (i = 1; i <= n; i++) w = w * 60 + p[i]}
+    /Maximum resident set size/ {rss = $2} /User time/ {u = $2} /System time/ {s = $2}
+    END {print w, rss, u + s}' "$TMP/replay-$name.time"
 }
-read -r afap_s afap_rss < <(run afap "$small" "${card[@]}" --afap --qd 32)
-read -r timed_s timed_rss < <(run timed "$small" "${card[@]}" --qd 32)
+read -r parse_s parse_rss parse_cpu < <(run parse "$small" "${card[@]}" --afap --parse-only)
+read -r afap_s afap_rss afap_cpu < <(run afap "$small" "${card[@]}" --afap --qd 32)
+read -r timed_s timed_rss timed_cpu < <(run timed "$small" "${card[@]}" --qd 32)
 
-python3 - "$N" "$wc_s" "$parse" "$afap_s" "$timed_s" "$TMP/replay-afap.json" "$TMP/replay-timed.json" <<'PY'
+python3 - "$N" "$wc_s" "$parse_s $parse_cpu" "$afap_s $afap_cpu" "$timed_s $timed_cpu" "$TMP/replay-afap.json" "$TMP/replay-timed.json" <<'PY'
 import json, sys
-n = int(sys.argv[1]); wc_s = float(sys.argv[2]); parse = json.loads(sys.argv[3])
-afap_s = float(sys.argv[4]); timed_s = float(sys.argv[5])
+n = int(sys.argv[1]); wc_s = float(sys.argv[2])
+parse = [float(x) for x in sys.argv[3].split()]
+afap_t = [float(x) for x in sys.argv[4].split()]; timed_t = [float(x) for x in sys.argv[5].split()]
 afap = json.load(open(sys.argv[6]))["runs"][0]; timed = json.load(open(sys.argv[7]))["runs"][0]
 assert afap["issued"] == n and timed["issued"] == n, "every record replayed"
-print(f"baseline wc -l:            {n / wc_s / 1e6:8.2f} M lines per wall second")
-print(f"baseline parse only:       {parse['records_per_wall_s'] / 1e6:8.2f} M records per wall second")
-for name, s, r in (("afap QD 32", afap_s, afap), ("timed 1x QD 32", timed_s, timed)):
-    rate = n / s
+print(f"baseline wc -l:                {n / wc_s / 1e6:6.2f} M lines per wall second")
+print(f"baseline parse only (no card): {n / parse[0] / 1e6:6.2f} M records per wall second, {n / parse[1] / 1e6:6.2f} M per CPU second")
+for name, (w, c), r in (("afap QD 32", afap_t, afap), ("timed 1x QD 32", timed_t, timed)):
     t = r["summary"]
-    print(f"replay {name:<18} {rate / 1e6:8.2f} M records per wall second (process wall {s:.2f} s; "
-          f"{t['virtual_s']:.2f} s virtual, {t['iops']:.0f} IOPS, read p99 "
-          f"{[o for o in r['by_op'] if o['op'] == 'read'][0]['lat']['p99_us']:.1f} us); "
-          f"ratio to parse only {rate / parse['records_per_wall_s']:.3f}")
+    rd = [o for o in r["by_op"] if o["op"] == "read"][0]
+    print(f"replay {name:<15}         {n / w / 1e6:6.2f} M records per wall second, {n / c / 1e6:6.2f} M per CPU second "
+          f"(process: {w:.2f} s wall, {c:.2f} s CPU; {t['virtual_s']:.2f} s virtual, {t['iops']:.0f} IOPS, read p99 {rd['lat']['p99_us']:.1f} us); "
+          f"CPU-time ratio to parse only {parse[1] / c:.3f}")
 PY
-rm -f "$TMP"/replay-afap.json "$TMP"/replay-timed.json "$TMP"/replay-*.time
+rm -f "$TMP"/replay-afap.json "$TMP"/replay-timed.json "$TMP"/replay-parse.json "$TMP"/replay-*.time
 
-big_n=$(( BIG_GB * 1000000000 / 45 ))
+big_n=$(( BIG_MB * 1000000 / 37 ))
 gen "$big_n" 6000000000 >"$big"
 big_size=$(du -h "$big" | cut -f1)
-read -r big_s big_rss < <(run big "$big" "${card[@]}" --afap --qd 32)
+read -r big_s big_rss big_cpu < <(run big "$big" "${card[@]}" --afap --qd 32)
 rm -f "$TMP"/replay-big.json "$TMP"/replay-big.time
 echo "peak RSS: small trace ($(du -h "$small" | cut -f1), $N records) afap ${afap_rss} kB, timed ${timed_rss} kB;" \
-  "large trace ($big_size, $big_n records) ${big_rss} kB, replayed in ${big_s} s wall ($(echo "$big_n / $big_s / 1000000" | bc -l | cut -c1-5) M records/s)"
+  "large trace ($big_size, $big_n records) ${big_rss} kB, replayed in ${big_s} s wall, ${big_cpu} s CPU ($(echo "$big_n / $big_cpu / 1000000" | bc -l | cut -c1-5) M records per CPU second)"
 echo "load after: $(uptime)"
