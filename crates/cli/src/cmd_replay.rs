@@ -188,7 +188,7 @@ impl Arrivals for TraceArrivals {
             };
             let r = r?;
             self.counts.records += 1;
-            if self.counts.records % 65_536 == 0 {
+            if self.counts.records.is_multiple_of(65_536) {
                 self.progress.set_position(self.reader.bytes_read());
             }
             if self.device.is_some_and(|d| d != r.device) {
@@ -253,7 +253,7 @@ fn trace_span(a: &ReplayArgs, format: Option<TraceFormat>, quiet: bool) -> Resul
     while let Some(r) = reader.next() {
         let r = r?;
         n += 1;
-        if n % 65_536 == 0 {
+        if n.is_multiple_of(65_536) {
             bar.set_position(reader.bytes_read());
         }
         if a.trace_device.is_some_and(|d| d != r.device) {

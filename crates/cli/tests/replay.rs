@@ -117,11 +117,7 @@ fn several_targets_are_compared() {
     );
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("comparison"), "{out}");
-    assert_eq!(
-        out.matches("iodrive-duo-320-slc").count() >= 3,
-        true,
-        "{out}"
-    );
+    assert!(out.matches("iodrive-duo-320-slc").count() >= 3, "{out}");
     let v = json(
         &p,
         &[
