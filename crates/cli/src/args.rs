@@ -63,6 +63,8 @@ pub enum Command {
     Torture(TortureArgs),
     /// Fit a preset's free parameters to measured figures (a table or a review's results.json) and write the fitted preset.
     Fit(Box<crate::cmd_fit::FitArgs>),
+    /// Replay a block trace (fio iolog, blkparse, MSR, SNIA IOTTA, MQSim) on modelled cards in virtual time.
+    Replay(Box<crate::cmd_replay::ReplayArgs>),
 }
 
 /// `vsl torture`: a randomized, deterministic power-cut campaign in virtual

@@ -12,6 +12,7 @@ pub mod args;
 pub mod cmd_devices;
 pub mod cmd_fit;
 pub mod cmd_rate;
+pub mod cmd_replay;
 pub mod cmd_review;
 pub mod cmd_run;
 pub mod cmd_torture;

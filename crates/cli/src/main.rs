@@ -2,7 +2,9 @@
 //! model lives in the library crates, the glue in this crate's library.
 
 use clap::Parser;
-use vsl_cli::{args, cmd_devices, cmd_fit, cmd_review, cmd_run, cmd_torture, cmd_validate, sweep};
+use vsl_cli::{
+    args, cmd_devices, cmd_fit, cmd_replay, cmd_review, cmd_run, cmd_torture, cmd_validate, sweep,
+};
 
 /// Commands that only print to stdout die quietly of SIGPIPE when a
 /// reader such as `head` closes the pipe, as Unix tools do, instead of
@@ -42,6 +44,7 @@ fn main() {
         args::Command::Serve(a) => web::run_serve(a),
         args::Command::Torture(a) => cmd_torture::torture(a),
         args::Command::Fit(a) => cmd_fit::fit(*a),
+        args::Command::Replay(a) => cmd_replay::replay(*a),
     };
     if let Err(e) = result {
         eprintln!("vsl: error: {e:#}");

@@ -99,8 +99,8 @@ impl OpenOptions {
             return e("duration and interval must be positive");
         }
         if let Some(d) = self.duration_ns {
-            if d / self.interval_ns > 10_000_000 {
-                return e("more than 10 million intervals: use a longer interval");
+            if d / self.interval_ns > MAX_INTERVALS as u64 {
+                return e("more than 2 million intervals: use a longer interval");
             }
         }
         if let Pacing::Timed { speed } = self.pacing {
@@ -196,7 +196,8 @@ struct OpStats {
     bytes: u64,
 }
 
-const MAX_INTERVALS: usize = 10_000_000;
+/// Intervals a run may report (each holds its statistics in the result).
+const MAX_INTERVALS: usize = 2_000_000;
 
 #[derive(Default)]
 struct Window {
@@ -284,7 +285,6 @@ pub fn run_arrivals<D: VirtualDevice>(
         intervals: Vec::new(),
         last_stats: dev.stats(),
     };
-    let mut service_all = LatencyStats::default();
     let mut ops: Vec<OpStats> = OpKind::ALL
         .iter()
         .map(|_| OpStats {
@@ -301,6 +301,7 @@ pub fn run_arrivals<D: VirtualDevice>(
     };
     // The next arrival, read one ahead: (absolute arrival time, arrival).
     let mut pending: Option<(Nanos, Arrival)> = None;
+    let mut ahead: Option<(Nanos, Arrival)> = None;
     let mut source_done = false;
     let mut last_arrival = start;
     let (mut arrived, mut issued, mut reordered, mut waited) = (0u64, 0u64, 0u64, 0u64);
@@ -308,14 +309,26 @@ pub fn run_arrivals<D: VirtualDevice>(
     let mut drained = start;
 
     loop {
-        if pending.is_none() && !source_done {
+        // Two arrivals are read ahead so that the device can prefetch their
+        // map entries (as `crate::run` does); no result depends on it.
+        while (pending.is_none() || ahead.is_none()) && !source_done {
             match source.next_arrival().map_err(OpenLoopError::Source)? {
                 Some(a) => {
                     arrived += 1;
-                    let at = match speed {
-                        Some(1.0) => start + Nanos(a.at_ns),
-                        Some(s) => start + Nanos((a.at_ns as f64 / s).round() as u64),
-                        None => now,
+                    let rel = match speed {
+                        Some(1.0) => a.at_ns,
+                        // Saturates far beyond any run (u64::MAX ns: 584 years).
+                        Some(s) => (a.at_ns as f64 / s).round() as u64,
+                        None => 0,
+                    };
+                    let at = match (speed, start.0.checked_add(rel)) {
+                        (None, _) => now,
+                        (Some(_), Some(t)) => Nanos(t),
+                        (Some(_), None) => {
+                            return Err(OpenLoopError::Source(
+                                format!("arrival time {} ns is out of range", a.at_ns).into(),
+                            ))
+                        }
                     };
                     let at = if at < last_arrival {
                         reordered += speed.is_some() as u64;
@@ -327,7 +340,14 @@ pub fn run_arrivals<D: VirtualDevice>(
                     if end.is_some_and(|e| at > e) {
                         source_done = true;
                     } else {
-                        pending = Some((at, a));
+                        if a.op != OpKind::Flush {
+                            dev.prefetch(a.offset, false);
+                        }
+                        if pending.is_none() {
+                            pending = Some((at, a));
+                        } else {
+                            ahead = Some((at, a));
+                        }
                     }
                 }
                 None => source_done = true,
@@ -368,6 +388,12 @@ pub fn run_arrivals<D: VirtualDevice>(
         now = t;
         if take_issue {
             let (arrival, a) = pending.take().unwrap();
+            pending = ahead.take();
+            if let Some((_, n)) = &pending {
+                if n.op != OpKind::Flush {
+                    dev.prefetch(n.offset, true);
+                }
+            }
             // As fast as possible: an I/O arrives when its slot frees.
             let arrival = if speed.is_none() { t } else { arrival };
             let kind = match a.op {
@@ -405,7 +431,6 @@ pub fn run_arrivals<D: VirtualDevice>(
             o.lat.record(lat);
             o.service.record((t - issue).0);
             o.bytes += len;
-            service_all.record((t - issue).0);
         }
     }
     let stop = end.unwrap_or(drained.max(start));
@@ -425,6 +450,10 @@ pub fn run_arrivals<D: VirtualDevice>(
     let t = &acc.total;
     let totals =
         IntervalStats::from_parts(secs, secs, &t.lat, t.reads, t.writes, t.bytes, wa, moved);
+    let mut service_all = LatencyStats::default();
+    for o in &ops {
+        service_all.merge(&o.service);
+    }
     let by_op = OpKind::ALL
         .iter()
         .zip(&ops)

@@ -17,6 +17,8 @@ const MAX_FILES: usize = 65_536;
 pub(crate) struct Iolog {
     version: Option<u8>,
     files: HashMap<String, u32>,
+    /// The file of the last line and its number.
+    last: (String, u32),
     /// Version 2: the time set by the last `wait`.
     clock_ns: u64,
 }
@@ -26,12 +28,18 @@ impl Iolog {
         Iolog {
             version: None,
             files: HashMap::new(),
+            last: (String::new(), u32::MAX),
             clock_ns: 0,
         }
     }
 
     fn file(&mut self, name: &str) -> Result<u32, String> {
+        // Traces name the same file line after line.
+        if self.last.0 == name {
+            return Ok(self.last.1);
+        }
         if let Some(&d) = self.files.get(name) {
+            self.last = (name.to_string(), d);
             return Ok(d);
         }
         if self.files.len() >= MAX_FILES {
@@ -39,6 +47,7 @@ impl Iolog {
         }
         let d = self.files.len() as u32;
         self.files.insert(name.to_string(), d);
+        self.last = (name.to_string(), d);
         Ok(d)
     }
 }

@@ -57,7 +57,7 @@ impl LineReader {
         }
     }
 
-    /// Reads the next raw line into `self.text`; false at the end.
+    /// Reads the next raw line into `self.buf`; false at the end.
     fn read_raw(&mut self) -> Result<bool, TraceError> {
         if self.eof {
             return Ok(false);
@@ -97,18 +97,16 @@ impl LineReader {
         while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
             self.buf.pop();
         }
-        self.text.clear();
-        match std::str::from_utf8(&self.buf) {
-            Ok(s) => self.text.push_str(s),
-            Err(_) => return Err(self.err(self.line_no, "not UTF-8 text".into())),
-        }
         Ok(true)
     }
 
     /// The first `n` lines (or fewer at the end), left to be read again.
     pub fn peek_lines(&mut self, n: usize) -> Result<Vec<String>, TraceError> {
         while self.peeked.len() < n && self.read_raw()? {
-            let t = std::mem::take(&mut self.text);
+            let t = match std::str::from_utf8(&self.buf) {
+                Ok(t) => t.to_string(),
+                Err(_) => return Err(self.err(self.line_no, "not UTF-8 text".into())),
+            };
             self.peeked.push_back(t);
         }
         Ok(self.peeked.iter().take(n).cloned().collect())
@@ -121,7 +119,14 @@ impl LineReader {
             return Ok(Some((self.line_no(), &self.text)));
         }
         if self.read_raw()? {
-            Ok(Some((self.line_no, &self.text)))
+            match std::str::from_utf8(&self.buf) {
+                Ok(text) => Ok(Some((self.line_no, text))),
+                Err(_) => Err(TraceError {
+                    file: self.name.clone(),
+                    line: self.line_no,
+                    message: "not UTF-8 text".into(),
+                }),
+            }
         } else {
             Ok(None)
         }
