@@ -15,6 +15,7 @@ pub mod dbpages;
 pub mod review;
 mod runner;
 mod stats;
+pub mod pts;
 pub mod steady;
 pub mod validate;
 

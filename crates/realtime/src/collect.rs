@@ -204,6 +204,7 @@ impl Collector {
         }
         let secs = self.duration_ns as f64 / 1e9;
         let t = &self.total;
+        let latency = Some(t.lat.clone());
         Ok(RunResult {
             summary: Summary {
                 totals: stats(secs, secs, t),
@@ -218,6 +219,7 @@ impl Collector {
             },
             intervals: self.intervals,
             end: sim::Nanos(drained_ns.max(self.duration_ns)),
+            latency,
         })
     }
 }
