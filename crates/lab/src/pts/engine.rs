@@ -889,3 +889,133 @@ mod tests {
         }
     }
 }
+
+/// The steady-state decision of the round loop, on a scripted target whose
+/// tracking variable follows a given series.
+#[cfg(test)]
+mod steady_decisions {
+    use super::*;
+    use crate::runner::Summary;
+    use crate::stats::IntervalStats;
+    use sim::Nanos;
+
+    struct Scripted {
+        series: Vec<f64>,
+        next: usize,
+    }
+
+    impl PtsTarget for Scripted {
+        fn label(&self) -> &str {
+            "scripted"
+        }
+        fn description(&self) -> String {
+            "scripted".into()
+        }
+        fn is_virtual(&self) -> bool {
+            true
+        }
+        fn capacity_bytes(&self) -> u64 {
+            1 << 30
+        }
+        fn sector_bytes(&self) -> u32 {
+            512
+        }
+        fn purge(&mut self) -> Result<String, PtsError> {
+            Ok("none".into())
+        }
+        fn idle(&mut self, _: u64) -> Result<(), PtsError> {
+            Ok(())
+        }
+        fn run(&mut self, _: &WorkloadSpec, o: &RunOptions) -> Result<RunResult, PtsError> {
+            let iops = self.series[self.next.min(self.series.len() - 1)];
+            self.next += 1;
+            let totals = IntervalStats {
+                iops,
+                ios: (iops * o.duration_ns as f64 / 1e9) as u64,
+                ..Default::default()
+            };
+            Ok(RunResult {
+                summary: Summary {
+                    totals,
+                    reads: 0,
+                    writes: 0,
+                    bytes: 0,
+                    virtual_s: o.duration_ns as f64 / 1e9,
+                    precondition_s: 0.0,
+                    host_ram_bytes: 0,
+                    gc_runs: 0,
+                    erases: 0,
+                },
+                intervals: Vec::new(),
+                end: Nanos(o.duration_ns),
+                latency: None,
+            })
+        }
+    }
+
+    fn decide(series: Vec<f64>, max_rounds: usize) -> TestResult {
+        let plan = PtsPlan {
+            max_rounds,
+            round_ns: 1_000_000_000,
+            ..PtsPlan::default()
+        };
+        let mut t = Scripted { series, next: 0 };
+        let mut ctx = Ctx {
+            plan: &plan,
+            target: &mut t,
+            progress: &mut |_| {},
+            test: PtsTest::Iops,
+            res: TestResult::default(),
+            runs: 0,
+            written: 0,
+        };
+        let p = PointDef {
+            label: "p".into(),
+            spec: spec(Pattern::Random, 0.0, 4096),
+            read_pct: 0.0,
+            bs: 4096,
+            threads: 1,
+            qd: 1,
+        };
+        ctx.rounds("", &[p], &[(0, Metric::Iops, "IOPS")]).unwrap();
+        ctx.res
+    }
+
+    #[test]
+    fn a_level_series_converges_at_round_five() {
+        let r = decide(vec![1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0], 25);
+        assert_eq!(r.steady[0].converged_round, Some(5));
+        assert_eq!(r.rounds.len(), 5, "stops at the first steady window");
+        assert!(r.notes.is_empty());
+        let w = r.steady[0].window.unwrap();
+        assert!(w.steady && (w.mean - 1000.0).abs() < 1e-9);
+        assert_eq!(r.window.len(), 1);
+    }
+
+    #[test]
+    fn a_series_that_never_settles_runs_25_rounds_and_says_so() {
+        // 6 % growth a round: the data excursion stays above 20 %.
+        let s: Vec<f64> = (0..40).map(|i| 1000.0 * 1.06f64.powi(i)).collect();
+        let r = decide(s, 25);
+        assert_eq!(r.steady[0].converged_round, None);
+        assert_eq!(r.rounds.len(), 25);
+        assert_eq!(r.steady[0].rounds_run, 25);
+        assert!(!r.steady[0].window.unwrap().steady);
+        assert!(r.notes[0].contains("steady state not reached in 25 rounds"));
+        // The measurement window is still reported: the last five rounds.
+        assert_eq!(r.window.len(), 1);
+    }
+
+    #[test]
+    fn a_fresh_then_falling_series_converges_late() {
+        // Falling for 12 rounds (after WIPC the fresh state drains), then level.
+        let mut s: Vec<f64> = (0..12).map(|i| 5000.0 - 300.0 * i as f64).collect();
+        s.extend([1700.0, 1720.0, 1680.0, 1710.0, 1690.0, 1700.0, 1700.0]);
+        let r = decide(s, 25);
+        let c = r.steady[0].converged_round.unwrap();
+        assert!((13..=17).contains(&c), "converged at {c}");
+        assert_eq!(r.rounds.len(), c);
+        let (a, b) = r.steady[0].slope_line.unwrap();
+        assert!((a - b).abs() / 1700.0 <= 0.10);
+    }
+}
