@@ -50,6 +50,8 @@ pub enum Command {
     Serve(web::ServeArgs),
     /// Power-cut campaign: cut power at random NAND operation boundaries, recover, check every acknowledged write.
     Torture(TortureArgs),
+    /// Run the SNIA PTS (IOPS, throughput, latency, WSAT, HIR, XSR, DIRTH, ECW) on modelled cards and real devices.
+    Pts(Box<crate::cmd_pts::PtsArgs>),
 }
 
 /// `vsl torture`: a randomized, deterministic power-cut campaign in virtual

@@ -10,12 +10,15 @@
 pub mod app_report;
 pub mod args;
 pub mod cmd_devices;
+pub mod cmd_pts;
 pub mod cmd_review;
 pub mod cmd_run;
 pub mod cmd_torture;
 pub mod cmd_validate;
 pub mod health_series;
 pub mod output;
+pub mod pts_real;
+pub mod pts_report;
 pub mod realdev;
 pub mod review_report;
 pub mod sweep;

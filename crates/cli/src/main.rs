@@ -2,7 +2,7 @@
 //! model lives in the library crates, the glue in this crate's library.
 
 use clap::Parser;
-use vsl_cli::{args, cmd_devices, cmd_review, cmd_run, cmd_torture, cmd_validate, sweep};
+use vsl_cli::{args, cmd_devices, cmd_pts, cmd_review, cmd_run, cmd_torture, cmd_validate, sweep};
 
 /// Commands that only print to stdout die quietly of SIGPIPE when a
 /// reader such as `head` closes the pipe, as Unix tools do, instead of
@@ -40,6 +40,7 @@ fn main() {
         args::Command::Erase(a) => blockdev::manage::run_erase(a),
         args::Command::Serve(a) => web::run_serve(a),
         args::Command::Torture(a) => cmd_torture::torture(a),
+        args::Command::Pts(a) => cmd_pts::pts(*a),
     };
     if let Err(e) = result {
         eprintln!("vsl: error: {e:#}");
