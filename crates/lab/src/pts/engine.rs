@@ -554,7 +554,19 @@ fn wsat(ctx: &mut Ctx) -> Result<(), PtsError> {
         iops.push(r.summary.totals.iops);
         ctx.timeline_point(elapsed as f64 / 1e9, "RND 4KiB W", &r);
     }
-    let first_steady = crate::steady::converged_round(&iops);
+    // A fresh device's flat line would pass the rule at once: steady state
+    // is searched from the first round after one capacity was written.
+    let from = ctx
+        .res
+        .timeline
+        .iter()
+        .position(|p| p.tgbw * 1e9 >= cap)
+        .unwrap_or(iops.len());
+    let first_steady = crate::steady::converged_round(&iops[from.min(iops.len())..]).map(|r| r + from);
+    ctx.res.notes.push(format!(
+        "steady state searched from round {} (the first after one capacity written)",
+        from + 1
+    ));
     ctx.res.steady.push(SteadyRecord {
         variable: "IOPS RND 4KiB W".into(),
         converged_round: first_steady,
@@ -866,6 +878,10 @@ mod tests {
         let last = r.timeline.last().unwrap();
         assert!(last.tgbw >= 2.0 * cap, "{} < {}", last.tgbw, 2.0 * cap);
         assert!(r.timeline.windows(2).all(|w| w[1].tgbw > w[0].tgbw));
+        // Steady state is never declared on the fresh card's flat line.
+        if let Some(c) = r.steady[0].converged_round {
+            assert!(r.timeline[c - 5].tgbw >= cap, "window starts fresh");
+        }
         // Fresh out of box writes are faster than after GC starts.
         let first = r.timeline[0].stats.iops;
         assert!(last.stats.iops < first, "{} vs {}", last.stats.iops, first);
