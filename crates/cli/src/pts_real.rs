@@ -210,8 +210,15 @@ pub fn check_not_in_use(path: &Path) -> Result<()> {
                 );
             }
         }
-        if swaps.lines().skip(1).any(|l| l.split_whitespace().next() == Some(&dev)) {
-            bail!("refusing to purge {}: {dev} is in use as swap", path.display());
+        if swaps
+            .lines()
+            .skip(1)
+            .any(|l| l.split_whitespace().next() == Some(&dev))
+        {
+            bail!(
+                "refusing to purge {}: {dev} is in use as swap",
+                path.display()
+            );
         }
         let holders: Vec<String> = std::fs::read_dir(sys.join("holders"))
             .map(|rd| {

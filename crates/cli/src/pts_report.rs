@@ -49,19 +49,23 @@ fn setup_table(setup: &SetupSheet, plan: &PtsPlan) -> Vec<Table> {
         ],
         vec![
             "WIPC".into(),
-            format!(
-                "{} × capacity of SEQ 128KiB W, T1Q32",
-                plan.wipc_multiple
-            ),
+            format!("{} × capacity of SEQ 128KiB W, T1Q32", plan.wipc_multiple),
         ],
         vec!["seed".into(), plan.seed.to_string()],
     ];
     rows.iter_mut().for_each(|r| r.truncate(2));
     let targets = Table {
         title: "Targets".into(),
-        columns: ["target", "device / format", "time", "capacity GB", "sector B", "wall s"]
-            .map(String::from)
-            .to_vec(),
+        columns: [
+            "target",
+            "device / format",
+            "time",
+            "capacity GB",
+            "sector B",
+            "wall s",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows: setup
             .targets
             .iter()
@@ -166,10 +170,19 @@ fn steady_section(test: &str, rs: &[&TestResult]) -> Section {
                     st.variable.clone(),
                     format!("{}–{}", n - 4, n),
                     f1(w.mean),
-                    format!("{} ({:.1} %)", f1(w.data_excursion), w.data_excursion / w.mean * 100.0),
-                    format!("{} ({:.1} %)", f1(w.slope_excursion), w.slope_excursion / w.mean * 100.0),
+                    format!(
+                        "{} ({:.1} %)",
+                        f1(w.data_excursion),
+                        w.data_excursion / w.mean * 100.0
+                    ),
+                    format!(
+                        "{} ({:.1} %)",
+                        f1(w.slope_excursion),
+                        w.slope_excursion / w.mean * 100.0
+                    ),
                     if w.steady { "yes" } else { "no" }.into(),
-                    st.converged_round.map_or("not reached".into(), |c| c.to_string()),
+                    st.converged_round
+                        .map_or("not reached".into(), |c| c.to_string()),
                 ]);
             }
             let mut c = Chart::line(
@@ -271,7 +284,10 @@ fn iops_sections(rs: &[&TestResult], out: &Path) -> Result<Vec<Section>> {
                 .map_or(f64::NAN, |p| p.stats.iops)
         };
         s.tables.push(Table {
-            title: format!("{}: IOPS, block size × R/W mix (rows: block size)", r.target),
+            title: format!(
+                "{}: IOPS, block size × R/W mix (rows: block size)",
+                r.target
+            ),
             columns: std::iter::once("block size".to_string())
                 .chain(mixes.iter().map(|m| format!("{m:.0}/{:.0}", 100.0 - m)))
                 .collect(),
@@ -303,9 +319,16 @@ fn iops_sections(rs: &[&TestResult], out: &Path) -> Result<Vec<Section>> {
         c.log_y = true;
         s.charts.push(c);
         let name = format!("heatmap-{}.svg", report::slug(&r.target));
-        std::fs::write(out.join(&name), heatmap_svg(&r.target, &sizes, &mixes, &get))
-            .with_context(|| format!("cannot write {name}"))?;
-        let _ = writeln!(heat, "Heat map of {}: {name} (in this directory).", r.target);
+        std::fs::write(
+            out.join(&name),
+            heatmap_svg(&r.target, &sizes, &mixes, &get),
+        )
+        .with_context(|| format!("cannot write {name}"))?;
+        let _ = writeln!(
+            heat,
+            "Heat map of {}: {name} (in this directory).",
+            r.target
+        );
     }
     s.text = format!(
         "Random I/O, R/W mixes 100/0 … 0/100 × block sizes 1024 KiB … 0.5 KiB, each point one round-time per round, the tracking variable 4 KiB 100 % write IOPS. The 3-D surface is drawn as the 2-D plot (IOPS by block size, a line per mix, log scale) and as a heat map.\n\n{heat}"
@@ -313,7 +336,12 @@ fn iops_sections(rs: &[&TestResult], out: &Path) -> Result<Vec<Section>> {
     Ok(vec![s])
 }
 
-fn heatmap_svg(target: &str, sizes: &[u64], mixes: &[f64], get: &dyn Fn(f64, u64) -> f64) -> String {
+fn heatmap_svg(
+    target: &str,
+    sizes: &[u64],
+    mixes: &[f64],
+    get: &dyn Fn(f64, u64) -> f64,
+) -> String {
     let (cw, ch, left, top) = (90.0, 34.0, 90.0, 60.0);
     let w = left + cw * mixes.len() as f64 + 20.0;
     let h = top + ch * sizes.len() as f64 + 40.0;
@@ -376,7 +404,10 @@ fn heatmap_svg(target: &str, sizes: &[u64], mixes: &[f64], get: &dyn Fn(f64, u64
 }
 
 fn xml(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('\'', "&apos;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('\'', "&apos;")
 }
 
 fn bars_of(
@@ -407,8 +438,16 @@ fn timeline_charts(test: &str, rs: &[&TestResult], by_tgbw: bool) -> Vec<Chart> 
     let metrics: Vec<(&str, &str, Box<dyn Fn(&lab::pts::TimePoint) -> f64>)> = vec![
         ("iops", "IOPS", Box::new(|p| p.stats.iops)),
         ("mbps", "Throughput (MB/s)", Box::new(|p| p.stats.mb_per_s)),
-        ("lat", "Average response time (µs)", Box::new(|p| p.stats.lat_avg_us)),
-        ("wa", "Write amplification (model)", Box::new(|p| p.stats.write_amplification)),
+        (
+            "lat",
+            "Average response time (µs)",
+            Box::new(|p| p.stats.lat_avg_us),
+        ),
+        (
+            "wa",
+            "Write amplification (model)",
+            Box::new(|p| p.stats.write_amplification),
+        ),
         (
             "free",
             "Free erase units (model, all members)",
@@ -416,7 +455,11 @@ fn timeline_charts(test: &str, rs: &[&TestResult], by_tgbw: bool) -> Vec<Chart> 
         ),
     ];
     for (key, label, f) in &metrics {
-        if (*key == "wa" || *key == "free") && !rs.iter().any(|r| r.timeline.iter().any(|p| p.free_units.is_some())) {
+        if (*key == "wa" || *key == "free")
+            && !rs
+                .iter()
+                .any(|r| r.timeline.iter().any(|p| p.free_units.is_some()))
+        {
             continue;
         }
         if test == "hir" && (*key == "wa" || *key == "free" || *key == "mbps") {
@@ -436,9 +479,9 @@ fn timeline_charts(test: &str, rs: &[&TestResult], by_tgbw: bool) -> Vec<Chart> 
                 .map(|r| {
                     Series::numeric(
                         r.target.clone(),
-                        r.timeline.iter().map(|p| {
-                            (if *xk == "tgbw" { p.tgbw } else { p.t_s / 60.0 }, f(p))
-                        }),
+                        r.timeline
+                            .iter()
+                            .map(|p| (if *xk == "tgbw" { p.tgbw } else { p.t_s / 60.0 }, f(p))),
                     )
                 })
                 .collect();
@@ -554,7 +597,12 @@ fn dirth_sections(test: &str, rs: &[&TestResult], plan: &PtsPlan) -> Vec<Section
                 f0(p.stats.iops),
                 f1(p.stats.lat_p9999_us),
             ],
-            None => vec![r.target.clone(), "none within the ceiling".into(), "-".into(), "-".into()],
+            None => vec![
+                r.target.clone(),
+                "none within the ceiling".into(),
+                "-".into(),
+                "-".into(),
+            ],
         });
     }
     s.charts.push(Chart::line(
@@ -573,10 +621,15 @@ fn dirth_sections(test: &str, rs: &[&TestResult], plan: &PtsPlan) -> Vec<Section
     ));
     s.tables.push(Table {
         title: "Max IOPS within the latency ceiling".into(),
-        columns: ["target", "point", "IOPS", "p99.99 µs"].map(String::from).to_vec(),
+        columns: ["target", "point", "IOPS", "p99.99 µs"]
+            .map(String::from)
+            .to_vec(),
         rows: ceil_rows,
     });
-    s.tables.push(window_table("T×Q grid (measurement window)", rs, &|_| true));
+    s.tables
+        .push(window_table("T×Q grid (measurement window)", rs, &|_| {
+            true
+        }));
     let mut h = Section {
         id: "histograms".into(),
         title: "Response-time histograms at the maximum, middle and minimum IOPS points".into(),
@@ -617,9 +670,19 @@ fn dirth_sections(test: &str, rs: &[&TestResult], plan: &PtsPlan) -> Vec<Section
     }
     h.tables.push(Table {
         title: "Operating points".into(),
-        columns: ["target", "point", "T×Q", "IOPS", "avg µs", "p99 µs", "p99.99 µs", "p99.999 µs", "max µs"]
-            .map(String::from)
-            .to_vec(),
+        columns: [
+            "target",
+            "point",
+            "T×Q",
+            "IOPS",
+            "avg µs",
+            "p99 µs",
+            "p99.99 µs",
+            "p99.999 µs",
+            "max µs",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows,
     });
     vec![s, h]
@@ -694,7 +757,11 @@ fn test_review(
     Ok(Review {
         title: format!(
             "SNIA PTS-{}: {}",
-            if plan.class.active_range() < 1.0 { "C" } else { "E" },
+            if plan.class.active_range() < 1.0 {
+                "C"
+            } else {
+                "E"
+            },
             test.title()
         ),
         subtitle: format!("openvsl vsl pts, {}", setup.date_utc),
@@ -726,7 +793,8 @@ pub fn render(
     for &t in tests {
         let rs: Vec<&TestResult> = results.iter().filter(|r| r.test == t.name()).collect();
         let dir = out.join(t.name());
-        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
         let review = test_review(t, setup, plan, &rs, &dir)?;
         let rendered = report::render(&review, &dir)
             .with_context(|| format!("cannot render the {} page", t.name()))?;
@@ -777,7 +845,9 @@ pub fn render(
 }
 
 fn html(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 fn csv_field(s: &str) -> String {
@@ -813,8 +883,10 @@ const STATS_HEAD: &str = "ios,iops,read_iops,write_iops,mb_per_s,lat_avg_us,lat_
 pub fn write_csv(out: &Path, results: &[TestResult]) -> Result<()> {
     let dir = out.join("csv-all");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut rounds = format!("test,target,round,point,read_pct,bs,threads,qd,{STATS_HEAD},lat_p99999_us\n");
-    let mut window = format!("test,target,point,read_pct,bs,threads,qd,{STATS_HEAD},lat_p99999_us\n");
+    let mut rounds =
+        format!("test,target,round,point,read_pct,bs,threads,qd,{STATS_HEAD},lat_p99999_us\n");
+    let mut window =
+        format!("test,target,point,read_pct,bs,threads,qd,{STATS_HEAD},lat_p99999_us\n");
     let mut steady = String::from("test,target,variable,round,value,converged_round,rounds_run\n");
     let mut timeline = format!("test,target,t_s,tgbw,phase,free_units,{STATS_HEAD}\n");
     let mut hist = String::from("test,target,operating_point,threads,qd,bucket_upper_us,count\n");
@@ -916,7 +988,12 @@ pub fn print_pdfs(out: &Path, pages: &[PathBuf]) -> Result<()> {
             .unwrap_or_else(|| "page".into());
         let pdf = std::fs::canonicalize(out)?.join(format!("{name}.pdf"));
         let o = std::process::Command::new(chromium)
-            .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer"])
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-pdf-header-footer",
+            ])
             .arg(format!("--print-to-pdf={}", pdf.display()))
             .arg(format!("file://{}", abs.display()))
             .output()
@@ -925,7 +1002,10 @@ pub fn print_pdfs(out: &Path, pages: &[PathBuf]) -> Result<()> {
             bail!(
                 "--pdf: {chromium} failed on {}: {}",
                 page.display(),
-                String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("")
+                String::from_utf8_lossy(&o.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("")
             );
         }
     }

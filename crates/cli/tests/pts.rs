@@ -49,7 +49,15 @@ fn unknown_test_is_one_line() {
     let out = tmp("nosuch");
     let o = out.to_str().unwrap();
     fails_in_one_line(
-        &["pts", "--test", "nosuch", "--target", "iodrive-duo-640-mlc:stock", "--out", o],
+        &[
+            "pts",
+            "--test",
+            "nosuch",
+            "--target",
+            "iodrive-duo-640-mlc:stock",
+            "--out",
+            o,
+        ],
         "--test: unknown test 'nosuch'",
         &out,
     );
@@ -84,7 +92,15 @@ fn block_size_the_device_rejects_is_one_line_before_any_io() {
         ("--scale", "2", "--scale: '2' must be a number in (0, 1]"),
     ] {
         fails_in_one_line(
-            &["pts", "--target", "iodrive-duo-640-mlc:stock", flag, value, "--out", o],
+            &[
+                "pts",
+                "--target",
+                "iodrive-duo-640-mlc:stock",
+                flag,
+                value,
+                "--out",
+                o,
+            ],
             want,
             &out,
         );
@@ -144,7 +160,8 @@ fn modelled_runs_are_deterministic_and_written_out() {
     let page = std::fs::read_to_string(a.join("latency/index.html")).unwrap();
     assert!(page.contains("Measurement window") && page.contains("Test set-up sheet"));
     let csv = std::fs::read_to_string(a.join("csv-all/window.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 1 + 9 + 6);
+    // 9 + 6 latency points, and HIR's preconditioning point per target.
+    assert_eq!(csv.lines().count(), 1 + 9 + 6 + 2);
     let _ = std::fs::remove_dir_all(&a);
     let _ = std::fs::remove_dir_all(&b);
 }
@@ -181,7 +198,10 @@ fn file_target_is_purged_by_punch_hole() {
     let r = results_of(&out);
     let t = &r[0];
     assert!(t["error"].is_null(), "{t}");
-    assert!(t["purge"][0].as_str().unwrap().contains("punch-hole"), "{t}");
+    assert!(
+        t["purge"][0].as_str().unwrap().contains("punch-hole"),
+        "{t}"
+    );
     assert!(t["wipc_bytes"].as_u64().unwrap() >= 2 * 64 * 1024 * 1024);
     assert!(!t["window"].as_array().unwrap().is_empty());
     // The purge itself: every block of a written file deallocated.
@@ -191,7 +211,11 @@ fn file_target_is_purged_by_punch_hole() {
     let what = vsl_cli::pts_real::punch_hole(&path, 1 << 20).unwrap();
     assert!(what.contains("punch-hole"));
     let m = std::fs::metadata(&path).unwrap();
-    assert_eq!((m.len(), m.blocks()), (1 << 20, 0), "size kept, blocks freed");
+    assert_eq!(
+        (m.len(), m.blocks()),
+        (1 << 20, 0),
+        "size kept, blocks freed"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -271,7 +295,9 @@ fn purge_refuses_a_mounted_device_and_asks_off_a_terminal() {
     if ok {
         std::fs::write(mnt.join("keep"), b"data that must survive").unwrap();
         fails_in_one_line(
-            &["pts", "--test", "latency", "--target", &target, "-y", "--out", o],
+            &[
+                "pts", "--test", "latency", "--target", &target, "-y", "--out", o,
+            ],
             "is mounted on",
             &out,
         );

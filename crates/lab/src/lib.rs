@@ -12,10 +12,10 @@
 //!   HDR-histogram percentiles.
 
 pub mod dbpages;
+pub mod pts;
 pub mod review;
 mod runner;
 mod stats;
-pub mod pts;
 pub mod steady;
 pub mod validate;
 

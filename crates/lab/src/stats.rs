@@ -27,7 +27,12 @@ impl Default for LatencyStats {
 
 impl std::fmt::Debug for LatencyStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "LatencyStats {{ n: {}, mean_us: {:.3} }}", self.n, self.mean_us())
+        write!(
+            f,
+            "LatencyStats {{ n: {}, mean_us: {:.3} }}",
+            self.n,
+            self.mean_us()
+        )
     }
 }
 

@@ -195,7 +195,11 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    fn point(&mut self, p: &PointDef, dur_ns: u64) -> Result<(PointResult, LatencyStats), PtsError> {
+    fn point(
+        &mut self,
+        p: &PointDef,
+        dur_ns: u64,
+    ) -> Result<(PointResult, LatencyStats), PtsError> {
         let s = self.active(&p.spec);
         let r = self.run(&s, p.threads, p.qd, dur_ns, dur_ns)?;
         let lat = r.latency.clone().unwrap_or_default();
@@ -356,7 +360,11 @@ fn iops_block_sizes(plan: &PtsPlan, sector: u64) -> Result<(Vec<u64>, Option<Str
 
 /// Checks that `target` can run `tests` under `plan` before anything is
 /// purged: block sizes against the sector, the plan's values.
-pub fn preflight(plan: &PtsPlan, tests: &[PtsTest], target: &dyn PtsTarget) -> Result<(), PtsError> {
+pub fn preflight(
+    plan: &PtsPlan,
+    tests: &[PtsTest],
+    target: &dyn PtsTarget,
+) -> Result<(), PtsError> {
     plan.validate()?;
     let sector = target.sector_bytes() as u64;
     let cap = target.capacity_bytes();
@@ -562,7 +570,8 @@ fn wsat(ctx: &mut Ctx) -> Result<(), PtsError> {
         .iter()
         .position(|p| p.tgbw * 1e9 >= cap)
         .unwrap_or(iops.len());
-    let first_steady = crate::steady::converged_round(&iops[from.min(iops.len())..]).map(|r| r + from);
+    let first_steady =
+        crate::steady::converged_round(&iops[from.min(iops.len())..]).map(|r| r + from);
     ctx.res.notes.push(format!(
         "steady state searched from round {} (the first after one capacity written)",
         from + 1
@@ -764,7 +773,10 @@ fn dirth(ctx: &mut Ctx, ecw: bool) -> Result<(), PtsError> {
         .cloned();
     let hist_ns = ctx.plan.scaled_ns(600.0);
     for (op, p) in [("max", &max), ("mid", &mid), ("min", &min)] {
-        ctx.say(&format!("response-time histogram at {op} IOPS ({})", p.label));
+        ctx.say(&format!(
+            "response-time histogram at {op} IOPS ({})",
+            p.label
+        ));
         let s = ctx.active(&base);
         let r = ctx.run(&s, p.threads, p.qd, hist_ns, hist_ns)?;
         let lat = r.latency.clone().unwrap_or_default();

@@ -12,7 +12,10 @@
 mod engine;
 mod model;
 
-pub use engine::{preflight, run_test, Progress, ECW_BSSPLIT, ECW_ZONES, HIR_WAITS_S, IOPS_BLOCK_SIZES, IOPS_MIXES};
+pub use engine::{
+    preflight, run_test, Progress, ECW_BSSPLIT, ECW_ZONES, HIR_WAITS_S, IOPS_BLOCK_SIZES,
+    IOPS_MIXES,
+};
 pub use model::ModelPts;
 
 use crate::runner::{RunError, RunOptions, RunResult};
@@ -121,7 +124,9 @@ impl PtsClass {
         match s {
             "enterprise" | "e" => Ok(PtsClass::Enterprise),
             "client" | "c" => Ok(PtsClass::Client),
-            _ => Err(format!("unknown class '{s}' (expected enterprise or client)")),
+            _ => Err(format!(
+                "unknown class '{s}' (expected enterprise or client)"
+            )),
         }
     }
     /// Share of the LBA range the test stimulus addresses.
@@ -207,9 +212,15 @@ impl PtsPlan {
         }
         if self.dirth_threads.is_empty()
             || self.dirth_qd.is_empty()
-            || self.dirth_threads.iter().chain(&self.dirth_qd).any(|&v| v == 0)
+            || self
+                .dirth_threads
+                .iter()
+                .chain(&self.dirth_qd)
+                .any(|&v| v == 0)
         {
-            return e("DIRTH threads and queue depths must be non-empty lists of values ≥ 1".into());
+            return e(
+                "DIRTH threads and queue depths must be non-empty lists of values ≥ 1".into(),
+            );
         }
         if let Some(b) = &self.block_sizes {
             if b.is_empty() || b.contains(&0) {

@@ -63,7 +63,10 @@ impl PtsTarget for ModelPts {
         self.card = Card::new(self.config.clone())
             .map_err(|e| PtsError::Target(format!("{}: {e}", self.label)))?;
         // Time goes on; the fresh card starts idle.
-        Ok("model: fresh card (every erase unit erased, map empty: secure-erase equivalent)".into())
+        Ok(
+            "model: fresh card (every erase unit erased, map empty: secure-erase equivalent)"
+                .into(),
+        )
     }
     fn run(&mut self, spec: &WorkloadSpec, opts: &RunOptions) -> Result<RunResult, PtsError> {
         let r = run(&mut self.card, spec, opts, self.now, &mut |_| {})?;
