@@ -433,9 +433,12 @@ fn bars_of(
     )
 }
 
+/// A statistic of a time-line point.
+type Metric = Box<dyn Fn(&lab::pts::TimePoint) -> f64>;
+
 fn timeline_charts(test: &str, rs: &[&TestResult], by_tgbw: bool) -> Vec<Chart> {
     let mut charts = Vec::new();
-    let metrics: Vec<(&str, &str, Box<dyn Fn(&lab::pts::TimePoint) -> f64>)> = vec![
+    let metrics: Vec<(&str, &str, Metric)> = vec![
         ("iops", "IOPS", Box::new(|p| p.stats.iops)),
         ("mbps", "Throughput (MB/s)", Box::new(|p| p.stats.mb_per_s)),
         (

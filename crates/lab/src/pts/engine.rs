@@ -337,7 +337,7 @@ impl WrittenBytes for crate::runner::Summary {
 fn iops_block_sizes(plan: &PtsPlan, sector: u64) -> Result<(Vec<u64>, Option<String>), PtsError> {
     match &plan.block_sizes {
         Some(b) => {
-            if let Some(bad) = b.iter().find(|&&b| b % sector != 0) {
+            if let Some(bad) = b.iter().find(|&&b| !b.is_multiple_of(sector)) {
                 return Err(PtsError::Plan(format!(
                     "block size {bad} bytes is not a multiple of the target's {sector}-byte sector"
                 )));
@@ -345,8 +345,9 @@ fn iops_block_sizes(plan: &PtsPlan, sector: u64) -> Result<(Vec<u64>, Option<Str
             Ok((b.clone(), None))
         }
         None => {
-            let (ok, left): (Vec<u64>, Vec<u64>) =
-                IOPS_BLOCK_SIZES.iter().partition(|&&b| b % sector == 0);
+            let (ok, left): (Vec<u64>, Vec<u64>) = IOPS_BLOCK_SIZES
+                .iter()
+                .partition(|&&b| b.is_multiple_of(sector));
             let note = (!left.is_empty()).then(|| {
                 format!(
                     "block sizes {} left out of the IOPS matrix: the target has {sector}-byte sectors (a :512 format runs them)",
@@ -510,7 +511,7 @@ fn latency(ctx: &mut Ctx) -> Result<(), PtsError> {
     let sector = ctx.target.sector_bytes() as u64;
     let sizes: Vec<u64> = [8 * KIB, 4 * KIB, 512]
         .into_iter()
-        .filter(|b| b % sector == 0)
+        .filter(|b| b.is_multiple_of(sector))
         .collect();
     if sizes.len() < 3 {
         ctx.res.notes.push(format!(

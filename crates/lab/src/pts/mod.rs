@@ -404,7 +404,7 @@ pub(crate) fn merge_points(points: &[(&PointResult, &LatencyStats)], secs: f64) 
 
 /// `4KiB`, `0.5KiB`, `1024KiB`.
 pub fn bs_label(bs: u64) -> String {
-    if bs % 1024 == 0 {
+    if bs.is_multiple_of(1024) {
         format!("{}KiB", bs / 1024)
     } else {
         format!("{}KiB", bs as f64 / 1024.0)
