@@ -564,18 +564,27 @@ fn wsat(ctx: &mut Ctx) -> Result<(), PtsError> {
         ctx.timeline_point(elapsed as f64 / 1e9, "RND 4KiB W", &r);
     }
     // A fresh device's flat line would pass the rule at once: steady state
-    // is searched from the first round after one capacity was written.
-    let from = ctx
-        .res
-        .timeline
-        .iter()
-        .position(|p| p.tgbw * 1e9 >= cap)
-        .unwrap_or(iops.len());
+    // is searched from the first round after garbage collection first moved
+    // data (modelled cards), or after one capacity was written (real
+    // targets, whose GC is not visible).
+    let model = ctx.target.free_space_units().is_some();
+    let tl = &ctx.res.timeline;
+    let from = if model {
+        tl.iter().position(|p| p.stats.gc_pages_moved > 0)
+    } else {
+        tl.iter().position(|p| p.tgbw * 1e9 >= cap)
+    }
+    .unwrap_or(iops.len());
     let first_steady =
         crate::steady::converged_round(&iops[from.min(iops.len())..]).map(|r| r + from);
     ctx.res.notes.push(format!(
-        "steady state searched from round {} (the first after one capacity written)",
-        from + 1
+        "steady state searched from round {} (the first after {})",
+        from + 1,
+        if model {
+            "garbage collection first moved data"
+        } else {
+            "one capacity written"
+        }
     ));
     ctx.res.steady.push(SteadyRecord {
         variable: "IOPS RND 4KiB W".into(),
@@ -893,7 +902,12 @@ mod tests {
         assert!(r.timeline.windows(2).all(|w| w[1].tgbw > w[0].tgbw));
         // Steady state is never declared on the fresh card's flat line.
         if let Some(c) = r.steady[0].converged_round {
-            assert!(r.timeline[c - 5].tgbw >= cap, "window starts fresh");
+            let first_gc = r
+                .timeline
+                .iter()
+                .position(|p| p.stats.gc_pages_moved > 0)
+                .unwrap();
+            assert!(c - 5 >= first_gc, "the window starts after GC began");
         }
         // Fresh out of box writes are faster than after GC starts.
         let first = r.timeline[0].stats.iops;
