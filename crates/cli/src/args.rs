@@ -65,6 +65,8 @@ pub enum Command {
     Fit(Box<crate::cmd_fit::FitArgs>),
     /// Replay a block trace (fio iolog, blkparse, MSR, SNIA IOTTA, MQSim) on modelled cards in virtual time.
     Replay(Box<crate::cmd_replay::ReplayArgs>),
+    /// Run the SNIA PTS (IOPS, throughput, latency, WSAT, HIR, XSR, DIRTH, ECW) on modelled cards and real devices.
+    Pts(Box<crate::cmd_pts::PtsArgs>),
 }
 
 /// `vsl torture`: a randomized, deterministic power-cut campaign in virtual

@@ -3,7 +3,8 @@
 
 use clap::Parser;
 use vsl_cli::{
-    args, cmd_devices, cmd_fit, cmd_replay, cmd_review, cmd_run, cmd_torture, cmd_validate, sweep,
+    args, cmd_devices, cmd_fit, cmd_pts, cmd_replay, cmd_review, cmd_run, cmd_torture,
+    cmd_validate, sweep,
 };
 
 /// Commands that only print to stdout die quietly of SIGPIPE when a
@@ -45,6 +46,7 @@ fn main() {
         args::Command::Torture(a) => cmd_torture::torture(a),
         args::Command::Fit(a) => cmd_fit::fit(*a),
         args::Command::Replay(a) => cmd_replay::replay(*a),
+        args::Command::Pts(a) => cmd_pts::pts(*a),
     };
     if let Err(e) = result {
         eprintln!("vsl: error: {e:#}");

@@ -17,6 +17,7 @@ pub mod dbpages;
 pub mod fiostat;
 pub mod fit;
 pub mod openloop;
+pub mod pts;
 pub mod review;
 mod runner;
 mod stats;

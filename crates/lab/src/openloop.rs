@@ -490,6 +490,7 @@ pub fn run_arrivals<D: VirtualDevice>(
             },
             intervals: acc.intervals,
             end: drained.max(stop),
+            latency: Some(acc.total.lat.clone()),
         },
         by_op,
         service: LatencySummary::of(&service_all),

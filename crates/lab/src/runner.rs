@@ -75,6 +75,10 @@ pub struct RunResult {
     /// the next run on the same device starts.
     #[serde(skip)]
     pub end: Nanos,
+    /// Every latency of the run (not serialized): window merges and
+    /// histograms (`vsl pts`).
+    #[serde(skip)]
+    pub latency: Option<LatencyStats>,
 }
 
 /// Writes the whole device once, sequentially, in 1 MiB I/Os at QD 32 (the
@@ -352,6 +356,7 @@ pub fn run_fio<D: VirtualDevice>(
         },
         intervals,
         end: drained,
+        latency: Some(total.lat),
     })
 }
 

@@ -3,6 +3,7 @@ use serde::Serialize;
 
 /// Latency accumulator: exact count, mean, max and standard deviation;
 /// percentiles from an HDR histogram (3 significant digits).
+#[derive(Clone)]
 pub struct LatencyStats {
     n: u64,
     sum_ns: u128,
@@ -24,7 +25,47 @@ impl Default for LatencyStats {
     }
 }
 
+impl std::fmt::Debug for LatencyStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "LatencyStats {{ n: {}, mean_us: {:.3} }}",
+            self.n,
+            self.mean_us()
+        )
+    }
+}
+
 impl LatencyStats {
+    /// Counts per logarithmic bucket, four buckets per decade from 1 µs:
+    /// (upper bound in µs, count), empty buckets included between the
+    /// first and the last non-empty one (the PTS response-time histogram).
+    pub fn log_bins_us(&self) -> Vec<(f64, u64)> {
+        if self.n == 0 {
+            return Vec::new();
+        }
+        // Bucket k holds (10^((k-1)/4), 10^(k/4)] µs; bucket 0 all ≤ 1 µs.
+        let bucket = |ns: u64| -> usize {
+            let us = ns as f64 / 1e3;
+            if us <= 1.0 {
+                0
+            } else {
+                (us.log10() * 4.0).ceil().max(0.0) as usize
+            }
+        };
+        let mut counts = vec![0u64; bucket(self.hist.max()) + 1];
+        for v in self.hist.iter_recorded() {
+            counts[bucket(v.value_iterated_to())] += v.count_at_value();
+        }
+        let first = counts.iter().position(|&c| c > 0).unwrap_or(0);
+        counts
+            .into_iter()
+            .enumerate()
+            .skip(first)
+            .map(|(k, c)| (10f64.powf(k as f64 / 4.0), c))
+            .collect()
+    }
+
     #[inline]
     pub fn record(&mut self, ns: u64) {
         self.n += 1;

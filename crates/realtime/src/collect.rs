@@ -213,6 +213,7 @@ impl Collector {
         }
         let secs = self.duration_ns as f64 / 1e9;
         let t = &self.total;
+        let latency = Some(t.lat.clone());
         let run = RunResult {
             summary: Summary {
                 totals: stats(secs, secs, t),
@@ -227,6 +228,7 @@ impl Collector {
             },
             intervals: self.intervals,
             end: sim::Nanos(drained_ns.max(self.duration_ns)),
+            latency,
         };
         Ok((run, self.total.fio))
     }

@@ -1,0 +1,314 @@
+//! `vsl pts`: bad input (one line, non-zero exit, nothing written),
+//! determinism of modelled runs, a real file target with its punch-hole
+//! purge, and the purge refusals on a block device (loop device; a loud
+//! SKIP where the machine has none).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn vsl(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vsl"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run vsl")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("vsl-pts-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Exit non-zero with exactly one line on stderr containing `want`, and
+/// no output directory.
+fn fails_in_one_line(args: &[&str], want: &str, out: &Path) {
+    let o = vsl(args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{args:?} succeeded");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(want), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!out.exists(), "nothing written to {}", out.display());
+}
+
+const QUICK: &[&str] = &[
+    "--scale",
+    "0.01",
+    "--round-time",
+    "20ms",
+    "--max-rounds",
+    "5",
+    "--hir-cycles",
+    "3",
+    "-q",
+];
+
+#[test]
+fn unknown_test_is_one_line() {
+    let out = tmp("nosuch");
+    let o = out.to_str().unwrap();
+    fails_in_one_line(
+        &[
+            "pts",
+            "--test",
+            "nosuch",
+            "--target",
+            "iodrive-duo-640-mlc:stock",
+            "--out",
+            o,
+        ],
+        "--test: unknown test 'nosuch'",
+        &out,
+    );
+}
+
+#[test]
+fn block_size_the_device_rejects_is_one_line_before_any_io() {
+    let out = tmp("bs");
+    let o = out.to_str().unwrap();
+    let mut args = vec![
+        "pts",
+        "--test",
+        "iops",
+        "--target",
+        "iodrive-duo-640-mlc:stock",
+        "--block-sizes",
+        "4k,512",
+        "--out",
+        o,
+    ];
+    args.extend(QUICK);
+    fails_in_one_line(
+        &args,
+        "block size 512 bytes is not a multiple of the target's 4096-byte sector",
+        &out,
+    );
+    // Other bad values.
+    for (flag, value, want) in [
+        ("--class", "nosuch", "--class: unknown class 'nosuch'"),
+        ("--round-time", "0s", "--round-time"),
+        ("--dirth-qd", "1,x", "--dirth-qd: 'x' is not a whole number"),
+        ("--scale", "2", "--scale: '2' must be a number in (0, 1]"),
+    ] {
+        fails_in_one_line(
+            &[
+                "pts",
+                "--target",
+                "iodrive-duo-640-mlc:stock",
+                flag,
+                value,
+                "--out",
+                o,
+            ],
+            want,
+            &out,
+        );
+    }
+    fails_in_one_line(
+        &["pts", "--target", "nosuch-card", "--out", o],
+        "unknown target 'nosuch-card'",
+        &out,
+    );
+}
+
+fn results_of(out: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(out.join("results.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["results"].clone()
+}
+
+#[test]
+fn modelled_runs_are_deterministic_and_written_out() {
+    let (a, b) = (tmp("det-a"), tmp("det-b"));
+    for out in [&a, &b] {
+        let mut args = vec![
+            "pts",
+            "--test",
+            "latency,hir",
+            "--target",
+            "iodrive-duo-640-mlc:stock:512",
+            "--target",
+            "iodrive-duo-640-mlc:hp",
+            "--seed",
+            "7",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend(QUICK);
+        let o = vsl(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let (ra, rb) = (results_of(&a), results_of(&b));
+    assert_eq!(ra, rb, "same seed and plan, same results");
+    let r = ra.as_array().unwrap();
+    assert_eq!(r.len(), 4, "2 tests x 2 targets");
+    // The 512-byte format runs the 0.5 KiB latency points, the 4 KiB one leaves them out.
+    assert_eq!(r[0]["window"].as_array().unwrap().len(), 9);
+    assert_eq!(r[2]["window"].as_array().unwrap().len(), 6);
+    for f in [
+        "index.html",
+        "latency/index.html",
+        "hir/index.html",
+        "csv-all/rounds.csv",
+        "csv-all/window.csv",
+        "csv-all/timeline.csv",
+        "csv-all/steady.csv",
+    ] {
+        assert!(a.join(f).exists(), "{f}");
+    }
+    let page = std::fs::read_to_string(a.join("latency/index.html")).unwrap();
+    assert!(page.contains("Measurement window") && page.contains("Test set-up sheet"));
+    let csv = std::fs::read_to_string(a.join("csv-all/window.csv")).unwrap();
+    // 9 + 6 latency points, and HIR's preconditioning point per target.
+    assert_eq!(csv.lines().count(), 1 + 9 + 6 + 2);
+    let _ = std::fs::remove_dir_all(&a);
+    let _ = std::fs::remove_dir_all(&b);
+}
+
+#[test]
+fn file_target_is_purged_by_punch_hole() {
+    let dir = tmp("file");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("target");
+    let out = dir.join("out");
+    let spec = format!("file:{}:64M", path.display());
+    let o = vsl(&[
+        "pts",
+        "--test",
+        "latency",
+        "--target",
+        &spec,
+        "--round-time",
+        "50ms",
+        "--max-rounds",
+        "5",
+        "--wsat-capacity",
+        "1",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    if err.contains("O_DIRECT") {
+        eprintln!("\n!!!!! SKIPPED file_target_is_purged_by_punch_hole: {err} !!!!!\n");
+        return;
+    }
+    assert!(o.status.success(), "{err}");
+    let r = results_of(&out);
+    let t = &r[0];
+    assert!(t["error"].is_null(), "{t}");
+    assert!(
+        t["purge"][0].as_str().unwrap().contains("punch-hole"),
+        "{t}"
+    );
+    assert!(t["wipc_bytes"].as_u64().unwrap() >= 2 * 64 * 1024 * 1024);
+    assert!(!t["window"].as_array().unwrap().is_empty());
+    // The purge itself: every block of a written file deallocated.
+    use std::os::unix::fs::MetadataExt;
+    std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
+    assert!(std::fs::metadata(&path).unwrap().blocks() > 0);
+    let what = vsl_cli::pts_real::punch_hole(&path, 1 << 20).unwrap();
+    assert!(what.contains("punch-hole"));
+    let m = std::fs::metadata(&path).unwrap();
+    assert_eq!(
+        (m.len(), m.blocks()),
+        (1 << 20, 0),
+        "size kept, blocks freed"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A loop device over a fresh file; `None` (after a loud SKIP) when the
+/// machine cannot make one.
+fn loop_device(dir: &Path, test: &str) -> Option<String> {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout == b"0\n");
+    let why = if !root {
+        Some("not root")
+    } else if !Path::new("/dev/loop-control").exists() || !have("losetup") {
+        Some("no loop devices or losetup")
+    } else if !have("mkfs.ext4") {
+        Some("no mkfs.ext4")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        eprintln!("\n!!!!! SKIPPED {test}: {why} !!!!!\n");
+        return None;
+    }
+    std::fs::create_dir_all(dir).unwrap();
+    let img = dir.join("img");
+    let f = std::fs::File::create(&img).unwrap();
+    f.set_len(96 << 20).unwrap();
+    let o = Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(&img)
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        eprintln!(
+            "\n!!!!! SKIPPED {test}: losetup failed: {} !!!!!\n",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        return None;
+    }
+    Some(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+#[test]
+fn purge_refuses_a_mounted_device_and_asks_off_a_terminal() {
+    let dir = tmp("loop");
+    let Some(dev) = loop_device(&dir, "purge_refuses_a_mounted_device") else {
+        return;
+    };
+    let out = dir.join("out");
+    let target = format!("blockdev:{dev}");
+    let o = out.to_str().unwrap();
+    // Not mounted, no -y, stdin not a terminal: refused before any I/O.
+    fails_in_one_line(
+        &["pts", "--test", "latency", "--target", &target, "--out", o],
+        "pass -y to confirm when not on a terminal",
+        &out,
+    );
+    // Mounted: refused even with -y.
+    let mnt = dir.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let ok = Command::new("mkfs.ext4")
+        .args(["-q", "-F", &dev])
+        .status()
+        .is_ok_and(|s| s.success())
+        && Command::new("mount")
+            .arg(&dev)
+            .arg(&mnt)
+            .status()
+            .is_ok_and(|s| s.success());
+    if ok {
+        std::fs::write(mnt.join("keep"), b"data that must survive").unwrap();
+        fails_in_one_line(
+            &[
+                "pts", "--test", "latency", "--target", &target, "-y", "--out", o,
+            ],
+            "is mounted on",
+            &out,
+        );
+        assert_eq!(
+            std::fs::read(mnt.join("keep")).unwrap(),
+            b"data that must survive"
+        );
+        let _ = Command::new("umount").arg(&mnt).status();
+    } else {
+        eprintln!("\n!!!!! SKIPPED the mounted case: mkfs.ext4 or mount failed !!!!!\n");
+    }
+    let _ = Command::new("losetup").args(["-d", &dev]).status();
+    let _ = std::fs::remove_dir_all(&dir);
+}
