@@ -2,17 +2,8 @@
 //! targets, remapping, and bad input (one line, exit 1, never a panic).
 
 mod common;
-use common::{assert_one_line_error, vsl};
+use common::{assert_one_line_error, vsl, TINY_CARD as CARD};
 use std::path::PathBuf;
-
-const CARD: &[&str] = &[
-    "--device",
-    "iodrive-duo-320-slc",
-    "--member",
-    "0",
-    "--scale",
-    "0.001",
-];
 
 fn write(name: &str, text: &str) -> String {
     let dir = std::env::temp_dir().join(format!("vsl-replay-{}", std::process::id()));

@@ -16,16 +16,11 @@ pub struct SteadyCheck {
     pub steady: bool,
 }
 
-/// Checks the window ending at the last element of `rounds`.
-pub fn check_window(rounds: &[f64]) -> Option<SteadyCheck> {
-    if rounds.len() < WINDOW_ROUNDS {
-        return None;
-    }
-    let w = &rounds[rounds.len() - WINDOW_ROUNDS..];
+/// The least-squares line through `w` (x = 0, 1, 2, …): its mean and its
+/// slope per step. The line passes through the mean at the middle x.
+pub fn least_squares(w: &[f64]) -> (f64, f64) {
     let n = w.len() as f64;
     let mean = w.iter().sum::<f64>() / n;
-    let max = w.iter().copied().fold(f64::MIN, f64::max);
-    let min = w.iter().copied().fold(f64::MAX, f64::min);
     let xm = (n - 1.0) / 2.0;
     let sxy: f64 = w
         .iter()
@@ -33,7 +28,19 @@ pub fn check_window(rounds: &[f64]) -> Option<SteadyCheck> {
         .map(|(i, y)| (i as f64 - xm) * (y - mean))
         .sum();
     let sxx: f64 = (0..w.len()).map(|i| (i as f64 - xm).powi(2)).sum();
-    let slope = sxy / sxx;
+    (mean, sxy / sxx)
+}
+
+/// Checks the window ending at the last element of `rounds`.
+pub fn check_window(rounds: &[f64]) -> Option<SteadyCheck> {
+    if rounds.len() < WINDOW_ROUNDS {
+        return None;
+    }
+    let w = &rounds[rounds.len() - WINDOW_ROUNDS..];
+    let n = w.len() as f64;
+    let (mean, slope) = least_squares(w);
+    let max = w.iter().copied().fold(f64::MIN, f64::max);
+    let min = w.iter().copied().fold(f64::MAX, f64::min);
     let data_excursion = max - min;
     let slope_excursion = (slope * (n - 1.0)).abs();
     let steady =

@@ -308,17 +308,8 @@ fn slope_line(s: &[f64]) -> Option<(f64, f64)> {
     if s.len() < WINDOW_ROUNDS {
         return None;
     }
-    let w = &s[s.len() - WINDOW_ROUNDS..];
-    let n = w.len() as f64;
-    let mean = w.iter().sum::<f64>() / n;
-    let xm = (n - 1.0) / 2.0;
-    let sxy: f64 = w
-        .iter()
-        .enumerate()
-        .map(|(i, y)| (i as f64 - xm) * (y - mean))
-        .sum();
-    let sxx: f64 = (0..w.len()).map(|i| (i as f64 - xm).powi(2)).sum();
-    let slope = sxy / sxx;
+    let (mean, slope) = crate::steady::least_squares(&s[s.len() - WINDOW_ROUNDS..]);
+    let xm = (WINDOW_ROUNDS as f64 - 1.0) / 2.0;
     Some((mean - slope * xm, mean + slope * xm))
 }
 
