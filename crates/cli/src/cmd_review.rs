@@ -38,7 +38,9 @@ pub fn model_config(spec: &str, scale: f64, gc_policy: GcPolicy) -> Result<CardC
     let mut parts = card.split(':');
     let name = parts.next().unwrap_or_default();
     let preset = Preset::resolve(name).map_err(|e| {
-        anyhow!("target '{spec}': {e}; or a real target file:PATH:SIZE or blockdev:/dev/NAME")
+        anyhow!(
+            "unknown target '{spec}': {e}; or a real target file:PATH:SIZE or blockdev:/dev/NAME"
+        )
     })?;
     let mut c = CardConfig::new(preset);
     c.scale = scale;
