@@ -312,3 +312,71 @@ fn purge_refuses_a_mounted_device_and_asks_off_a_terminal() {
     let _ = Command::new("losetup").args(["-d", &dev]).status();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A real block device with 4096-byte logical sectors (a loop device made
+/// with `losetup --sector-size 4096`): a 512-byte block size is refused in
+/// one line before the purge, and the device's bytes are left as they were.
+#[test]
+fn real_4k_sector_device_refuses_512_byte_blocks_before_any_io() {
+    let test = "real_4k_sector_device_refuses_512_byte_blocks";
+    let dir = tmp("loop4k");
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout == b"0\n");
+    if !root || !Path::new("/dev/loop-control").exists() || !have("losetup") {
+        eprintln!("\n!!!!! SKIPPED {test}: not root, or no loop devices or losetup !!!!!\n");
+        return;
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let img = dir.join("img");
+    // A recognisable pattern the purge would destroy.
+    let pattern: Vec<u8> = (0..(96u32 << 20)).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&img, &pattern).unwrap();
+    let o = Command::new("losetup")
+        .args(["-f", "--show", "--sector-size", "4096"])
+        .arg(&img)
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        eprintln!(
+            "\n!!!!! SKIPPED {test}: losetup --sector-size 4096 failed: {} !!!!!\n",
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+        return;
+    }
+    let dev = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let sector = std::fs::read_to_string(format!(
+        "/sys/class/block/{}/queue/logical_block_size",
+        dev.trim_start_matches("/dev/")
+    ))
+    .unwrap_or_default();
+    let out = dir.join("out");
+    let target = format!("blockdev:{dev}");
+    let result = std::panic::catch_unwind(|| {
+        assert_eq!(sector.trim(), "4096", "{dev}: logical block size");
+        fails_in_one_line(
+            &[
+                "pts",
+                "--test",
+                "iops",
+                "--target",
+                &target,
+                "--block-sizes",
+                "4k,512",
+                "-y",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            "block size 512 bytes is not a multiple of the target's 4096-byte sector",
+            &out,
+        );
+    });
+    let _ = Command::new("losetup").args(["-d", &dev]).status();
+    let after = std::fs::read(&img).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+    assert!(after == pattern, "the device was written to");
+}
