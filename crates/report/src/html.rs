@@ -47,9 +47,9 @@ footer { margin-top: 40px; color: #555; font-size: 0.9rem; }
   h2 { margin-top: 18px; break-after: avoid; }
   h3 { break-after: avoid; }
   p { max-width: none; }
-  .charts { display: block; }
-  figure { margin-bottom: 12px; break-inside: avoid; }
-  figure img { width: auto; height: auto; max-width: 100%; max-height: 165mm; }
+  .charts { grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 4mm 6mm; }
+  figure { break-inside: avoid; min-width: 0; }
+  figure img { box-sizing: border-box; width: 100%; height: auto; max-width: 100%; max-height: 160mm; object-fit: contain; }
   table { font-size: 8.5pt; }
   th, td { padding: 2px 6px; }
   tr { break-inside: avoid; }
