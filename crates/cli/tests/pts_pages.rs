@@ -297,7 +297,7 @@ fn serve_reports_serves_several_pts_runs_with_every_link_resolving() {
         let text = index.text();
         assert!(text.contains("<title>SNIA PTS report</title>"));
         let index_links = links(&text);
-        for (test, title) in TITLES {
+        for (test, _) in TITLES {
             assert!(
                 index_links.contains(&format!("{test}/index.html")),
                 "{run}: no link to {test} in {index_links:?}"
