@@ -869,7 +869,12 @@ fn embed_heatmaps(page: &Path, rs: &[&TestResult]) -> Result<()> {
     let names: Vec<(String, &str)> = rs
         .iter()
         .filter(|r| !r.window.is_empty())
-        .map(|r| (format!("heatmap-{}.svg", report::slug(&r.target)), r.target.as_str()))
+        .map(|r| {
+            (
+                format!("heatmap-{}.svg", report::slug(&r.target)),
+                r.target.as_str(),
+            )
+        })
         .collect();
     let Some((last, _)) = names.last() else {
         return Ok(());

@@ -237,7 +237,12 @@ fn loop_device(dir: &Path, test: &str) -> Option<String> {
         Some("not root")
     } else if !Path::new("/dev/loop-control").exists() || !have("losetup") {
         Some("no loop devices or losetup")
-    } else if !have("mkfs.ext4") {
+    } else if !Command::new("mkfs.ext4")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        // (mkfs.ext4 has no --version: -V.)
         Some("no mkfs.ext4")
     } else {
         None

@@ -82,7 +82,12 @@ fn pdf_pages_are_printed_with_their_title_and_landscape_a4() {
         let pdf = out.join(format!("{test}.pdf"));
         let bytes = std::fs::read(&pdf).unwrap_or_else(|e| panic!("{}: {e}", pdf.display()));
         assert!(bytes.starts_with(b"%PDF-"), "{}: not a PDF", pdf.display());
-        assert!(bytes.len() > 10_000, "{}: {} bytes", pdf.display(), bytes.len());
+        assert!(
+            bytes.len() > 10_000,
+            "{}: {} bytes",
+            pdf.display(),
+            bytes.len()
+        );
         // The page title of the HTML is in the page's own text, not the PDF's.
         let html = std::fs::read_to_string(out.join(test).join("index.html")).unwrap();
         assert!(html.contains(&format!("<title>{title}</title>")), "{test}");
@@ -112,7 +117,11 @@ fn pdf_pages_are_printed_with_their_title_and_landscape_a4() {
             "{}: {size} (not A4 landscape)",
             pdf.display()
         );
-        let text = Command::new("pdftotext").arg(&pdf).arg("-").output().unwrap();
+        let text = Command::new("pdftotext")
+            .arg(&pdf)
+            .arg("-")
+            .output()
+            .unwrap();
         let text = String::from_utf8_lossy(&text.stdout);
         assert!(text.contains(title), "{}: lacks '{title}'", pdf.display());
         assert!(
@@ -245,7 +254,10 @@ fn resolve(base: &str, link: &str) -> String {
 fn sandboxed(r: &Resp, what: &str) {
     let csp = r.header("content-security-policy");
     assert!(csp.starts_with("sandbox"), "{what}: CSP '{csp}'");
-    assert!(csp.contains("frame-ancestors 'none'"), "{what}: CSP '{csp}'");
+    assert!(
+        csp.contains("frame-ancestors 'none'"),
+        "{what}: CSP '{csp}'"
+    );
     assert_eq!(r.header("x-frame-options"), "DENY", "{what}");
     assert_eq!(r.header("x-content-type-options"), "nosniff", "{what}");
 }
