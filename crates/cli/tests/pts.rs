@@ -385,3 +385,100 @@ fn real_4k_sector_device_refuses_512_byte_blocks_before_any_io() {
     }
     assert!(after == pattern, "the device was written to");
 }
+
+/// `--test all` end to end on a real file (wall time, short): every test
+/// runs without error, each records the purge that ran (punch-hole), and
+/// the set-up sheet names the kernel and the tool versions.
+#[test]
+fn all_tests_on_a_real_file_record_their_purge_and_set_up() {
+    let dir = tmp("all");
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = format!("file:{}:64M", dir.join("target").display());
+    let out = dir.join("out");
+    let o = vsl(&[
+        "pts",
+        "--test",
+        "all",
+        "--target",
+        &spec,
+        "--round-time",
+        "20ms",
+        "--max-rounds",
+        "2",
+        "--time-factor",
+        "0.00005",
+        "--hir-cycles",
+        "1",
+        "--dirth-threads",
+        "1,4",
+        "--dirth-qd",
+        "1,8",
+        "--wsat-capacity",
+        "1",
+        "--block-sizes",
+        "4k,128k",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    if err.contains("O_DIRECT") {
+        eprintln!("\n!!!!! SKIPPED all_tests_on_a_real_file: {err} !!!!!\n");
+        return;
+    }
+    assert!(o.status.success(), "{err}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let names: Vec<&str> = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["test"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "iops",
+            "throughput",
+            "latency",
+            "wsat",
+            "hir",
+            "xsr",
+            "dirth",
+            "ecw"
+        ]
+    );
+    for r in doc["results"].as_array().unwrap() {
+        assert!(r["error"].is_null(), "{}: {}", r["test"], r["error"]);
+        let purge = r["purge"].as_array().unwrap();
+        assert!(
+            !purge.is_empty()
+                && purge
+                    .iter()
+                    .all(|p| p.as_str().unwrap().contains("punch-hole")),
+            "{}: purge {purge:?}",
+            r["test"]
+        );
+        let page =
+            std::fs::read_to_string(out.join(r["test"].as_str().unwrap()).join("index.html"))
+                .unwrap();
+        assert!(
+            page.contains("punch-hole"),
+            "{}: purge not on the page",
+            r["test"]
+        );
+    }
+    let setup = &doc["setup"];
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(setup["kernel"].as_str().unwrap(), kernel.trim());
+    for k in ["fio", "blkdiscard", "os", "cpu", "machine_load", "command"] {
+        assert!(
+            !setup[k].as_str().unwrap().is_empty(),
+            "set-up sheet: {k} empty"
+        );
+    }
+    assert_eq!(setup["targets"][0]["time"], "wall");
+    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(index.contains("Test set-up sheet") && index.contains(kernel.trim()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
