@@ -20,8 +20,9 @@
 # the trace files and JSON there), JSON_OUT (the figures as JSON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -n "${NO_BUILD:-}" ] || cargo build --release -q -p vsl
+[ -n "${NO_BUILD:-}" ] || cargo build --release -q -p vsl -p blockdev
 VSL=$PWD/target/release/vsl
+DAEMON_CLI=$PWD/target/release/vsl-blockdev  # its status --json has the model histograms
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -n "$PGBIN" ] || { echo "capture_replay.sh: PostgreSQL not installed (scripts/setup.sh)" >&2; exit 1; }
 SCALE_CARD=${SCALE_CARD:-0.02}
@@ -58,9 +59,13 @@ tps=$(cd "$work/mnt/pglog" && runuser -u postgres -- pgbench -h "$work/mnt/pglog
   -c "$CLIENTS" -j 2 -T "$PG_SECONDS" postgres 2>/dev/null | grep -oP 'tps = \K[0-9.]+' | head -1)
 echo "pgbench -s $PGSCALE, $CLIENTS clients, ${PG_SECONDS}s: $tps TPS" >&2
 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/mnt/pgdata" -w stop >/dev/null
-umount "$work/mnt"
+for i in $(seq 20); do
+  umount "$work/mnt" 2>/dev/null && break
+  [ "$i" -lt 20 ] || { fuser -vm "$work/mnt" >&2 || true; umount "$work/mnt"; }
+  sleep 0.5
+done
 # The daemon's histograms after the last request, then the capture closed.
-"$VSL" status --json >"$work/status.json"
+"$DAEMON_CLI" status --json >"$work/status.json"
 "$VSL" trace status "$dev" --json >"$work/trace_status.json"
 "$VSL" trace stop "$dev" >/dev/null
 "$VSL" detach "$dev" >/dev/null
@@ -92,7 +97,8 @@ with open(f"{work}/trace/trace.000.blkparse") as f:
             continue
         t = float(p[3])
         op = {"R": "read", "W": "write", "D": "discard", "FN": "flush"}[p[6]]
-        key = (op, p[7], p[9] if len(p) > 9 and p[8] == "+" else "0")
+        # A flush's Q has no sector, its C "0"; a request's "S + N".
+        key = (op,) if op == "flush" else (op, p[7], p[9] if p[8] == "+" else "0")
         if p[5] == "Q":
             pending[key].append(t)
         else:
@@ -136,9 +142,14 @@ for op in ("read", "write"):
               f"{replay[op]['count']}/{model[op]['count']}/{trace.get(op, {}).get('count', 0)}")
 for op in ("flush", "discard"):
     if op in replay or op in trace:
-        print(f"{op:<7}replay {replay.get(op, {}).get('count', 0)} I/Os mean "
+        print(f"{op:<8}replay {replay.get(op, {}).get('count', 0)} I/Os mean "
               f"{replay.get(op, {}).get('mean_us', 0):.1f} us; trace {trace.get(op, {}).get('count', 0)} "
-              f"mean {trace.get(op, {}).get('mean_us', 0):.1f} us (the daemon's flush syncs its store)")
+              f"mean {trace.get(op, {}).get('mean_us', 0):.1f} us ")
+late, svc = m["emulator_late"], m["service_latency"]
+print(f"daemon: answers late of the model's time (less its lead) by mean {late['mean_us']:.1f} us, "
+      f"p99 {late['p99_us']:.1f} us; its own work per I/O mean {svc['mean_us']:.1f} us; "
+      f"flush (store sync) mean {m['flush_latency']['mean_us']:.1f} us")
+out["daemon_late"], out["daemon_service"] = late, svc
 print(f"replay vs model, mean and p99 per op: {'all within' if ok else 'NOT all within'} 15 %")
 if json_out:
     json.dump(out, open(json_out, "w"), indent=1)
