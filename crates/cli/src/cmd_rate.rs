@@ -21,7 +21,7 @@ use crate::args::RunArgs;
 use crate::cmd_run::{self, Done, Step};
 use anyhow::{anyhow, bail, Context, Result};
 use device::VirtualDevice;
-use lab::openloop::{run_arrivals, OpenOptions, Pacing, RateArrivals};
+use lab::openloop::{OpenOptions, Pacing, RateArrivals};
 use lab::{FioStats, IntervalStats, RunOptions, RunResult};
 use serde::Serialize;
 use sim::Nanos;
@@ -175,7 +175,8 @@ pub fn run_any<D: VirtualDevice>(
         duration_ns: Some(opts.duration_ns),
         interval_ns: opts.interval_ns,
     };
-    let r = run_arrivals(dev, &mut src, &open, start, on_interval).map_err(|e| anyhow!("{e}"))?;
+    let r = lab::openloop::run_arrivals_fio(dev, &mut src, &open, start, on_interval, fio)
+        .map_err(|e| anyhow!("{e}"))?;
     let info = OpenLoopInfo {
         offered_iops: offered,
         process: if rate.poisson { "poisson" } else { "linear" },

@@ -370,9 +370,6 @@ pub fn run(a: RunArgs) -> Result<()> {
     if let Some(path) = &a.job_file {
         return run_job_file(&a, path);
     }
-    if a.output_format.is_some() && (a.rate_iops.is_some() || a.rate.is_some()) {
-        bail!("--output-format: not available for open-loop runs (--rate-iops/--rate) yet; use --json");
-    }
     let fio_format = a
         .output_format
         .as_deref()
@@ -430,17 +427,6 @@ fn run_job_file(a: &RunArgs, path: &std::path::Path) -> Result<()> {
         .transpose()?;
     let file = workload::jobfile::read(path, a.lenient)?;
     let n = file.jobs().count();
-    if fio_format.is_some() {
-        if let Some(j) = file
-            .jobs()
-            .find(|j| crate::cmd_rate::RateSpec::of_job(j).is_some())
-        {
-            bail!(
-                "--output-format: not available for open-loop jobs (job '{}' has a rate) yet; use --json",
-                j.name
-            );
-        }
-    }
     if a.csv.is_some() && n > 1 {
         bail!(
             "--csv takes one job's intervals; {} has {n} jobs (use --json)",
@@ -679,7 +665,7 @@ fn model_step(
             job: None,
             ignored: Vec::new(),
             real: None,
-            fio: step.rate.is_none().then_some(fio),
+            fio: Some(fio),
             cpu: None,
             open_loop,
         },

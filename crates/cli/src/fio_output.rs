@@ -780,6 +780,15 @@ pub fn flag_options(a: &crate::args::RunArgs) -> Vec<(String, String)> {
         v.push(("ramp_time".into(), w.clone()));
     }
     v.push(("direct".into(), a.direct.clone()));
+    if let Some(r) = &a.rate_iops {
+        v.push(("rate_iops".into(), r.clone()));
+    }
+    if let Some(r) = &a.rate {
+        v.push(("rate".into(), r.clone()));
+    }
+    if a.rate_iops.is_some() || a.rate.is_some() {
+        v.push(("rate_process".into(), a.rate_process.clone()));
+    }
     v
 }
 
