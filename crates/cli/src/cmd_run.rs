@@ -275,12 +275,17 @@ pub fn job_step(a: &RunArgs, job: &Job) -> Result<Step> {
     };
     opts.validate()
         .with_context(|| format!("job '{}' ({})", job.name, job.at))?;
-    if job.thinktime_ns.is_some() && crate::cmd_rate::RateSpec::of_job(job).is_some() {
-        bail!(
-            "job '{}' ({}): thinktime with rate_iops/rate is not modelled (one or the other)",
-            job.name,
-            job.at
-        );
+    let think = job.thinktime_ns.map(|ns| {
+        crate::cmd_rate::think_of(
+            ns,
+            job.thinktime_blocks_set.then_some(job.thinktime_blocks),
+            job.thinktime_iotime_ns,
+        )
+    });
+    if let (Some(t), Some(_)) = (&think, crate::cmd_rate::RateSpec::of_job(job)) {
+        if let Err(e) = crate::cmd_rate::check_rate_think(t) {
+            bail!("job '{}' ({}): thinktime with rate_iops/rate: {e}", job.name, job.at);
+        }
     }
     Ok(Step {
         spec: job.spec.clone(),
@@ -289,10 +294,7 @@ pub fn job_step(a: &RunArgs, job: &Job) -> Result<Step> {
         label: format!("fio job {}", job.name),
         job: Some(format!("job '{}' ({})", job.name, job.at)),
         rate: crate::cmd_rate::RateSpec::of_job(job),
-        think: job.thinktime_ns.map(|ns| lab::Think {
-            ns,
-            blocks: job.thinktime_blocks,
-        }),
+        think,
     })
 }
 

@@ -29,8 +29,8 @@ const OPEN: &[&str] = &[
     "-q",
 ];
 
-fn with(extra: &[&'static str]) -> Vec<&'static str> {
-    let mut v = OPEN.to_vec();
+fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v: Vec<&'a str> = OPEN.to_vec();
     v.extend(extra);
     v
 }

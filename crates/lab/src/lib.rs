@@ -16,6 +16,7 @@
 pub mod dbpages;
 pub mod fiostat;
 pub mod fit;
+pub mod bursts;
 pub mod openloop;
 pub mod pts;
 pub mod review;
