@@ -87,6 +87,12 @@ fn open_loop_json_plus_is_fio_schema_at_the_offered_rate() {
         (total - 10_000.0).abs() / 10_000.0 < 0.02,
         "read + write IOPS {total}, offered 10,000"
     );
+    // Far below saturation most I/Os are issued with few others in flight
+    // (the closed loop reports 100 % at its depth).
+    let depth = j["iodepth_level"].as_object().unwrap();
+    let sum: f64 = depth.values().map(|x| x.as_f64().unwrap()).sum();
+    assert!((sum - 100.0).abs() < 0.01, "{depth:?}");
+    assert!(depth["1"].as_f64().unwrap() > 50.0, "{depth:?}");
     let pct: f64 = ["latency_ns", "latency_us", "latency_ms"]
         .iter()
         .flat_map(|k| j[k].as_object().unwrap().values())

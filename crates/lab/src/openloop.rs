@@ -437,6 +437,11 @@ pub fn run_arrivals_fio<D: VirtualDevice>(
             let len = if a.op == OpKind::Flush { 0 } else { a.len };
             queue.push(done, (arrival, t, a.op, len));
             waited += (arrival < t) as u64;
+            if let Some(f) = fio.as_deref_mut() {
+                if matches!(a.op, OpKind::Read | OpKind::Write) {
+                    f.record_depth(queue.len());
+                }
+            }
         } else {
             let (t, (arrival, issue, op, len)) = queue.pop().unwrap();
             drained = drained.max(t);
