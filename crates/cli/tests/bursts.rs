@@ -112,7 +112,7 @@ fn job_file_bursts_match_the_flags() {
         &job,
         format!(
             "[b]\nrw=randread\nbs=4k\niodepth=16\nruntime=800ms\nrandseed={SEED}\n\
-             rate_iops=20k\nthinktime=100ms\nthinktime_iotime=100ms\nrate_ignore_thinktime=1\n"
+             rate_iops=20000\nthinktime=100ms\nthinktime_iotime=100ms\nrate_ignore_thinktime=1\n"
         ),
     )
     .unwrap();

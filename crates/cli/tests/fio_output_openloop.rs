@@ -120,7 +120,7 @@ fn open_loop_json_counts_match_the_vsl_report() {
     let j = &v["jobs"][0];
     assert_eq!(j["job options"]["rate_process"], "poisson");
     let fio_ios = j["read"]["total_ios"].as_u64().unwrap() + j["write"]["total_ios"].as_u64().unwrap();
-    let ios = r["summary"]["totals"]["ios"].as_u64().unwrap();
+    let ios = r["summary"]["ios"].as_u64().unwrap();
     assert_eq!(fio_ios, ios, "fio's counts are the run's");
     assert!(
         r["open_loop"]["offered_iops"].as_f64().unwrap() > 0.0,
