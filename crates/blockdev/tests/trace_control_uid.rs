@@ -125,7 +125,11 @@ fn issue30_another_user_cannot_start_or_stop_a_trace() {
     };
     let e = one_line_refusal(&nobody_vsl(&["trace", "stop"]), "trace stop");
     println!("vsl trace stop as uid {NOBODY}: {}", e.trim());
-    assert_eq!(trace_state(&rig), capturing, "a refused stop changed nothing");
+    assert_eq!(
+        trace_state(&rig),
+        capturing,
+        "a refused stop changed nothing"
+    );
     let other = rig.root.join("other");
     std::fs::create_dir_all(&other).unwrap();
     open_up(&other, 0o777);
@@ -163,7 +167,11 @@ fn issue30_another_user_cannot_start_or_stop_a_trace() {
         println!("forged {what} as uid {NOBODY}: {}", reply.trim());
     };
     refused(&forged(&sock, "trace-stop"), "trace-stop");
-    assert_eq!(trace_state(&rig), capturing, "a forged stop changed nothing");
+    assert_eq!(
+        trace_state(&rig),
+        capturing,
+        "a forged stop changed nothing"
+    );
 
     // Stopped by root, a forged start does not start it.
     let out = rig.vsl(&["trace", "stop"]);

@@ -336,7 +336,12 @@ pub struct RunArgs {
     /// again (fio's thinktime_iotime, e.g. 900ms). With --rate-iops/--rate:
     /// arrivals at the rate in the on windows, none in the pauses. Modelled
     /// card only.
-    #[arg(long, value_name = "TIME", requires = "thinktime", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "TIME",
+        requires = "thinktime",
+        allow_hyphen_values = true
+    )]
     pub thinktime_iotime: Option<String>,
     /// With --rate-iops/--rate and --thinktime-iotime: after a pause, resume
     /// the rate without catching up on the arrivals it skipped (fio's

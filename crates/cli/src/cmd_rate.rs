@@ -145,7 +145,9 @@ pub fn think_of_flags(a: &RunArgs) -> Result<Option<lab::Think>> {
     let iotime_ns = a
         .thinktime_iotime
         .as_deref()
-        .map(|s| workload::units::parse_duration_ns(s).map_err(|e| anyhow!("--thinktime-iotime: {e}")))
+        .map(|s| {
+            workload::units::parse_duration_ns(s).map_err(|e| anyhow!("--thinktime-iotime: {e}"))
+        })
         .transpose()?;
     if iotime_ns == Some(0) {
         bail!("--thinktime-iotime: must be more than 0");
@@ -156,7 +158,8 @@ pub fn think_of_flags(a: &RunArgs) -> Result<Option<lab::Think>> {
     let ns = workload::units::parse_duration_ns(t).map_err(|e| anyhow!("--thinktime: {e}"))?;
     let think = think_of(ns, a.thinktime_blocks, iotime_ns);
     if a.rate_iops.is_some() || a.rate.is_some() {
-        check_rate_think(&think).map_err(|e| anyhow!("--thinktime with --rate-iops/--rate: {e}"))?;
+        check_rate_think(&think)
+            .map_err(|e| anyhow!("--thinktime with --rate-iops/--rate: {e}"))?;
     }
     Ok(Some(think))
 }
@@ -184,7 +187,9 @@ pub fn check_rate_think(t: &lab::Think) -> std::result::Result<(), String> {
         return Err("bursts need thinktime_iotime (on/off windows); a pause every thinktime_blocks I/Os is not modelled with a rate".into());
     }
     if t.blocks != u32::MAX {
-        return Err("thinktime_blocks with a rate is not modelled (give thinktime_iotime alone)".into());
+        return Err(
+            "thinktime_blocks with a rate is not modelled (give thinktime_iotime alone)".into(),
+        );
     }
     Ok(())
 }

@@ -284,7 +284,11 @@ pub fn job_step(a: &RunArgs, job: &Job) -> Result<Step> {
     });
     if let (Some(t), Some(_)) = (&think, crate::cmd_rate::RateSpec::of_job(job)) {
         if let Err(e) = crate::cmd_rate::check_rate_think(t) {
-            bail!("job '{}' ({}): thinktime with rate_iops/rate: {e}", job.name, job.at);
+            bail!(
+                "job '{}' ({}): thinktime with rate_iops/rate: {e}",
+                job.name,
+                job.at
+            );
         }
     }
     Ok(Step {

@@ -119,7 +119,8 @@ fn open_loop_json_counts_match_the_vsl_report() {
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&rep).unwrap()).unwrap();
     let j = &v["jobs"][0];
     assert_eq!(j["job options"]["rate_process"], "poisson");
-    let fio_ios = j["read"]["total_ios"].as_u64().unwrap() + j["write"]["total_ios"].as_u64().unwrap();
+    let fio_ios =
+        j["read"]["total_ios"].as_u64().unwrap() + j["write"]["total_ios"].as_u64().unwrap();
     let ios = r["summary"]["ios"].as_u64().unwrap();
     assert_eq!(fio_ios, ios, "fio's counts are the run's");
     assert!(

@@ -13,10 +13,10 @@
 //! - [`LatencyStats`]: exact mean / max / standard deviation plus
 //!   HDR-histogram percentiles.
 
+pub mod bursts;
 pub mod dbpages;
 pub mod fiostat;
 pub mod fit;
-pub mod bursts;
 pub mod openloop;
 pub mod pts;
 pub mod review;

@@ -1243,14 +1243,23 @@ mod tests {
         );
         assert_eq!(one("[j]\nthinktime=2ms\n").thinktime_ns, Some(2_000_000));
         // Bursts: thinktime_iotime's bare number is in seconds.
-        let j = one("[j]\nthinktime=1s\nthinktime_iotime=9\nrate_iops=100\nrate_ignore_thinktime=1\n");
+        let j =
+            one("[j]\nthinktime=1s\nthinktime_iotime=9\nrate_iops=100\nrate_ignore_thinktime=1\n");
         assert_eq!(
-            (j.thinktime_iotime_ns, j.thinktime_blocks_set, j.rate_ignore_thinktime),
+            (
+                j.thinktime_iotime_ns,
+                j.thinktime_blocks_set,
+                j.rate_ignore_thinktime
+            ),
             (Some(9_000_000_000), false, true)
         );
         let j = one("[j]\nthinktime=1ms\nthinktime_iotime=250ms\nthinktime_blocks=4\n");
         assert_eq!(
-            (j.thinktime_iotime_ns, j.thinktime_blocks, j.thinktime_blocks_set),
+            (
+                j.thinktime_iotime_ns,
+                j.thinktime_blocks,
+                j.thinktime_blocks_set
+            ),
             (Some(250_000_000), 4, true)
         );
         assert!(parse_with("[j]\nthinktime_blocks=0\n", false, &[]).is_err());
