@@ -492,8 +492,10 @@ mod tests {
             if k % 2 == 0 {
                 assert!((x - busy).abs() / busy < 0.1, "interval {k}: {ios:?}");
             } else {
-                // At most the I/O in flight at the stall per thread.
-                assert!(*x <= 2.0 / 0.05, "interval {k}: {ios:?}");
+                // Idle but for the windows' drift: a pause starts at the
+                // first completion past iotime (as fio checks it), so each
+                // cycle starts one service time later than the one before.
+                assert!(*x <= 0.01 * busy, "interval {k}: {ios:?}");
             }
         }
         let again: Vec<f64> = go().intervals.iter().map(|i| i.iops).collect();
