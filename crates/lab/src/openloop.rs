@@ -473,7 +473,7 @@ pub fn run_arrivals_fio<D: VirtualDevice>(
     // A final partial interval.
     let from = boundary - interval;
     if stop > from {
-        if let Some(f) = fio.as_deref_mut() {
+        if let Some(f) = fio {
             f.close_interval((stop - from).as_secs_f64());
         }
         acc.close(dev, stop, (stop - from).as_secs_f64(), on_interval)?;
