@@ -334,7 +334,8 @@ pub struct RunArgs {
     pub thinktime_blocks: Option<u32>,
     /// Bursts: issue for this long, then pause --thinktime, again and
     /// again (fio's thinktime_iotime, e.g. 900ms). With --rate-iops/--rate:
-    /// arrivals at the rate in the on windows, none in the pauses. Modelled
+    /// the rate's arrivals during a pause go out at once when it ends (fio's
+    /// catch-up), or are skipped with --rate-ignore-thinktime. Modelled
     /// card only.
     #[arg(
         long,
