@@ -357,6 +357,7 @@ impl Member {
         let health = Health::new(&cfg, env, preset, id, write_bps);
         let cycles = cfg.timing.endurance_cycles;
         let mut vsl = Vsl::new(cfg)?;
+        vsl.set_move_cost(Nanos(move_ns));
         if rel.applies_to(id) {
             vsl.enable_reliability(rel.ftl_config(id, cycles, health.pool_left()))
                 .map_err(|e| match e {
@@ -387,11 +388,15 @@ impl Member {
         Nanos(cmd_ns).max(Nanos::for_bytes(bytes, bps))
     }
 
-    /// Charges the GC moves made since the FTL had moved `moved0` sectors to
-    /// the write data path at `t0`, ahead of the host write that paced them.
+    /// Charges the GC moves made since the FTL had moved `moved0` sectors
+    /// (`idle0` of them by idle grooming) to the write data path at `t0`,
+    /// ahead of the host write that paced them. Idle grooming's moves were
+    /// made in the host's pause, paced at the data path's rate, while the
+    /// path had nothing else to do: they are not charged again.
     #[inline]
-    fn charge_moves(&mut self, t0: Nanos, moved0: u64) {
-        let moved = self.vsl.gc_sectors_moved() - moved0;
+    fn charge_moves(&mut self, t0: Nanos, moved0: u64, idle0: u64) {
+        let idle = self.vsl.gc_idle_moves() - idle0;
+        let moved = self.vsl.gc_sectors_moved() - moved0 - idle;
         if moved > 0 && self.move_ns > 0 {
             self.ctrl_write.reserve(t0, Nanos(moved * self.move_ns));
         }
@@ -444,9 +449,9 @@ impl Member {
         let sectors: u64 = writes.iter().map(|w| w.1).sum();
         let bytes = sectors * self.vsl.sector_bytes() as u64;
         let t0 = now + Nanos(self.host_write_ns);
-        let moved0 = self.vsl.gc_sectors_moved();
+        let (moved0, idle0) = (self.vsl.gc_sectors_moved(), self.vsl.gc_idle_moves());
         let done = self.vsl.atomic_write(t0, writes, trims);
-        self.charge_moves(t0, moved0);
+        self.charge_moves(t0, moved0, idle0);
         let done = done.map(|admitted| {
             let admitted = self.health.throttle_write(admitted, bytes);
             let (_, done) = self.ctrl_write.reserve(
@@ -478,9 +483,9 @@ impl Member {
             }
             IoKind::Write => {
                 let t0 = now + Nanos(self.host_write_ns);
-                let moved0 = self.vsl.gc_sectors_moved();
+                let (moved0, idle0) = (self.vsl.gc_sectors_moved(), self.vsl.gc_idle_moves());
                 let admitted = self.vsl.write(t0, lba, sectors)?;
-                self.charge_moves(t0, moved0);
+                self.charge_moves(t0, moved0, idle0);
                 let admitted = self.health.throttle_write(admitted, bytes);
                 let (_, done) = self.ctrl_write.reserve(
                     admitted,

@@ -366,6 +366,10 @@ pub struct Vsl {
     /// erase units) the groomer works up to while the host is idle.
     last_io_at: Nanos,
     idle_target_lebs: f64,
+    /// Sectors idle grooming has moved, and the data-path time one move
+    /// takes outside the FTL ([`Vsl::set_move_cost`]), which paces it.
+    idle_moved: u64,
+    move_cost: Nanos,
     /// Paced GC on a scaled card: units erased in the current group of
     /// `gc_stall_lebs` (one full-size unit's bytes), held back from the
     /// free list until the group is done, as a full-size unit is unusable
@@ -505,6 +509,8 @@ impl Vsl {
             gc_budget_at: Nanos::ZERO,
             last_io_at: Nanos::ZERO,
             idle_target_lebs: idle_target_lebs(&cfg),
+            idle_moved: 0,
+            move_cost: Nanos::ZERO,
             gc_group: Vec::new(),
             media_log: None,
             power_log: None,
@@ -543,6 +549,19 @@ impl Vsl {
     pub fn config(&self) -> &FtlConfig {
         &self.cfg
     }
+    /// The time a moved sector holds the controller's data path (charged by
+    /// the device model, not here); idle grooming moves no faster than it.
+    pub fn set_move_cost(&mut self, cost: Nanos) {
+        self.move_cost = cost;
+    }
+
+    /// Of [`Vsl::gc_sectors_moved`], the moves idle grooming made: done in
+    /// a pause of the host, so not charged to the write that ended it.
+    #[inline]
+    pub fn gc_idle_moves(&self) -> u64 {
+        self.idle_moved
+    }
+
     /// Sectors moved by GC so far (what [`Vsl::stats`] reports, without
     /// the copy).
     #[inline]
@@ -1229,12 +1248,13 @@ impl Vsl {
         }
         let mut clock = (self.last_io_at + IDLE_AFTER).max(self.nand.busy_until());
         let share = self.cfg.gc_share.max(f64::MIN_POSITIVE);
-        let step = Nanos(((share / self.gc_moves_per_ns).ceil() as u64).max(1));
+        let step = Nanos(((share / self.gc_moves_per_ns).ceil() as u64).max(1)).max(self.move_cost);
         while clock + step < now
             && self.nand.busy_until() <= now
             && self.free_space_lebs() < self.idle_target_lebs
             && self.paced_move(clock)
         {
+            self.idle_moved += 1;
             clock += step;
         }
     }
