@@ -4,8 +4,11 @@ use sim::{Nanos, Prng};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+use mapping::Mapping;
+
 mod atomic;
 mod flashback;
+mod mapping;
 mod media;
 mod placement;
 mod pools;
@@ -304,15 +307,8 @@ pub struct Vsl {
     pub nand: NandArray,
     spu: u32,
     spl: u32,
-    l2p: Vec<u32>,
-    /// Logical sector recorded with each physical slot (the page's OOB).
-    p2l: Vec<u32>,
-    /// Out-of-band sequence number of each slot, when tracked.
-    oob_seq: Vec<u64>,
-    /// One bit per physical slot: it holds the current copy of its sector.
-    /// Lets GC find a victim's valid slots without touching the map.
-    valid_bits: Vec<u64>,
-    leb_valid: Vec<u32>,
+    /// The map, out-of-band records, valid bits and counts.
+    map: Mapping,
     leb_state: Vec<LebState>,
     /// Host sectors written when the erase unit was closed (its age).
     leb_closed_at: Vec<u64>,
@@ -454,15 +450,7 @@ impl Vsl {
         nand.set_erase_batch(cfg.erase_batch);
         let mut vsl = Vsl {
             nand,
-            l2p: table(cfg.user_sectors as usize, UNMAPPED),
-            p2l: table(lebs * spl as usize, UNMAPPED),
-            valid_bits: table((lebs * spl as usize).div_ceil(64), 0),
-            oob_seq: if cfg.track_sequence {
-                table(lebs * spl as usize, 0)
-            } else {
-                Vec::new()
-            },
-            leb_valid: vec![0; lebs],
+            map: Mapping::new(cfg.user_sectors, lebs, spl, spu, cfg.track_sequence),
             leb_state,
             leb_closed_at: vec![0; lebs],
             leb_close_seq: Vec::new(),
@@ -544,12 +532,8 @@ impl Vsl {
     /// mirror and the per-erase-unit tables.
     pub fn host_ram_bytes(&self) -> u64 {
         let per_leb = 4 + 1 + 8 + 8; // valid count, state, age, free-list entry
-        (self.l2p.len() * 4
-            + self.p2l.len() * 4
-            + self.oob_seq.len() * 8
-            + self.valid_bits.len() * 8
-            + self.leb_close_seq.len() * 8
-            + self.leb_valid.len() * per_leb) as u64
+        self.map.ram_bytes()
+            + (self.leb_close_seq.len() * 8 + self.map.valid_counts().len() * per_leb) as u64
             + self.pools.as_ref().map_or(0, |p| p.ram_bytes())
     }
 
@@ -557,19 +541,7 @@ impl Vsl {
     /// write unit: that unit and the run's length; `None` if `i` is unmapped.
     #[inline]
     pub(crate) fn unit_run(&self, i: u64, end: u64) -> Option<(u32, u64)> {
-        let psa = self.l2p[i as usize];
-        if psa == UNMAPPED {
-            return None;
-        }
-        let unit = psa / self.spu;
-        let mut n = 1u64;
-        while i + n < end && {
-            let p = self.l2p[(i + n) as usize];
-            p != UNMAPPED && p / self.spu == unit
-        } {
-            n += 1;
-        }
-        Some((unit, n))
+        self.map.unit_run(i, end)
     }
 
     fn check_range(&self, start: u64, count: u64) -> Result<(), FtlError> {
@@ -665,12 +637,7 @@ impl Vsl {
             self.rel_before_io(self.last_admit, Some((start, count)), false);
         }
         for lba in start..start + count {
-            let old = self.l2p[lba as usize];
-            if old != UNMAPPED {
-                self.leb_valid[(old / self.spl) as usize] -= 1;
-                self.clear_valid(old);
-                self.l2p[lba as usize] = UNMAPPED;
-            }
+            self.map.unmap(lba);
         }
         self.stats.host_sectors_trimmed += count;
         Ok(())
@@ -682,29 +649,19 @@ impl Vsl {
     /// overwrite clears. No effect on state or results.
     #[inline]
     pub fn prefetch(&self, lba: u64, deep: bool) {
-        let Some(entry) = self.l2p.get(lba as usize) else {
-            return;
-        };
-        if !deep {
-            prefetch_line(entry);
-        } else if *entry != UNMAPPED {
-            if let Some(word) = self.valid_bits.get((*entry / 64) as usize) {
-                prefetch_line(word);
-            }
-        }
+        self.map.prefetch(lba, deep);
     }
 
     /// Physical slot of a logical sector, if mapped (for tests and tools).
     pub fn lookup(&self, lba: u64) -> Option<u32> {
-        let p = *self.l2p.get(lba as usize)?;
-        (p != UNMAPPED).then_some(p)
+        self.map.lookup(lba)
     }
 
     /// Sequence number of the host write whose data sector `lba` reads back,
     /// or `None` if unwritten. Requires `track_sequence`.
     pub fn read_sequence(&self, lba: u64) -> Option<u64> {
         assert!(self.cfg.track_sequence, "sequence numbers are not tracked");
-        self.lookup(lba).map(|psa| self.oob_seq[psa as usize])
+        self.lookup(lba).map(|psa| self.map.seq_at(psa))
     }
 
     fn open_unit_id(&self) -> Option<u32> {
@@ -766,32 +723,18 @@ impl Vsl {
         let psa = self.frontier_leb * self.spl + self.frontier_next;
         // A GC move knows where the sector is: skipping the map load keeps
         // the move free of a dependent cache miss.
-        let old = match origin {
-            Origin::Host(_) => self.l2p[lba as usize],
+        let (old, seq) = match origin {
+            Origin::Host(seq) => (self.map.slot_of(lba), seq),
             Origin::Moved(from) => {
-                debug_assert_eq!(self.l2p[lba as usize], from);
-                from
+                debug_assert_eq!(self.map.slot_of(lba), from);
+                (from, self.map.seq_at(from))
             }
         };
-        if old != UNMAPPED {
-            self.leb_valid[(old / self.spl) as usize] -= 1;
-            self.clear_valid(old);
-        }
-        self.set_valid(psa);
-        if !self.oob_seq.is_empty() {
-            self.oob_seq[psa as usize] = match origin {
-                Origin::Host(seq) => seq,
-                Origin::Moved(from) => self.oob_seq[from as usize],
-            };
-        }
-        self.l2p[lba as usize] = psa;
-        self.p2l[psa as usize] = lba;
+        self.map.map(lba, psa, self.frontier_leb, old, seq);
         if let Some(log) = self.power_log.as_mut() {
-            let (seq, from) = match origin {
-                Origin::Host(seq) => (seq, UNMAPPED),
-                Origin::Moved(from) => {
-                    (self.oob_seq.get(from as usize).copied().unwrap_or(0), from)
-                }
+            let from = match origin {
+                Origin::Host(_) => UNMAPPED,
+                Origin::Moved(from) => from,
             };
             log.push(PowerEvent::Placed {
                 psa,
@@ -803,7 +746,6 @@ impl Vsl {
         if self.rel.is_some() {
             self.rel_place(t, psa, lba, origin);
         }
-        self.leb_valid[self.frontier_leb as usize] += 1;
         self.frontier_next += 1;
         self.open_unit_ready = self.open_unit_ready.max(t);
         self.open_unit_host_slots += host as u32;
@@ -847,7 +789,7 @@ impl Vsl {
             .pop()
             .expect("GC reserve exhausted: the free list is empty");
         assert_eq!(self.leb_state[leb as usize], LebState::Free);
-        assert_eq!(self.leb_valid[leb as usize], 0);
+        assert_eq!(self.map.valid(leb), 0);
         self.leb_state[leb as usize] = LebState::Open;
         self.frontier_leb = leb;
         self.frontier_next = 0;
@@ -917,7 +859,7 @@ impl Vsl {
     fn select_victim(&mut self) -> u32 {
         let victim = self.best_victim().expect("no closed erase unit to collect");
         assert!(
-            self.leb_valid[victim as usize] < self.spl,
+            self.map.valid(victim) < self.spl,
             "GC victim is fully valid: the device has no spare space"
         );
         victim
@@ -935,12 +877,12 @@ impl Vsl {
             }
         }
         let only = match self.pools.as_mut() {
-            Some(p) => p.pool_to_collect(&self.leb_state, &self.leb_valid, self.spl),
+            Some(p) => p.pool_to_collect(&self.leb_state, self.map.valid_counts(), self.spl),
             None => None,
         };
         let mut units = Candidates {
             state: &self.leb_state,
-            valid: &self.leb_valid,
+            valid: self.map.valid_counts(),
             closed_at: &self.leb_closed_at,
             close_seq: &self.leb_close_seq,
             erase_counts: self.nand.erase_counts(),
@@ -973,8 +915,7 @@ impl Vsl {
             .filter(|(_, s)| **s == LebState::Closed)
             .map(|(i, _)| (i as u32, counts[i]))
             .min_by_key(|&(i, c)| (c, i))?;
-        (max - min > self.cfg.wear_level_spread && self.leb_valid[leb as usize] < self.spl)
-            .then_some(leb)
+        (max - min > self.cfg.wear_level_spread && self.map.valid(leb) < self.spl).then_some(leb)
     }
 
     /// Reclaims one erase unit: reads its valid sectors, appends them at the
@@ -1000,7 +941,7 @@ impl Vsl {
         for unit in 0..units {
             let first = base + unit * self.spu;
             let before = valid.len();
-            valid.extend((first..first + self.spu).filter(|&psa| self.is_valid(psa)));
+            valid.extend((first..first + self.spu).filter(|&psa| self.map.is_valid(psa)));
             let n = (valid.len() - before) as u64;
             let done = if n == 0 {
                 t
@@ -1013,7 +954,7 @@ impl Vsl {
         // Pass 2: append them at the frontier once their unit's read is done.
         for &psa in &valid {
             let unit = (psa - base) / self.spu;
-            let lba = self.p2l[psa as usize];
+            let lba = self.map.lba_at(psa);
             self.place(ready[unit as usize], lba, Origin::Moved(psa));
         }
         self.stats.gc_sectors_moved += valid.len() as u64;
@@ -1022,10 +963,7 @@ impl Vsl {
         }
         self.gc_valid = valid;
         self.gc_read_done = ready;
-        assert_eq!(
-            self.leb_valid[victim as usize], 0,
-            "victim still holds data"
-        );
+        assert_eq!(self.map.valid(victim), 0, "victim still holds data");
         let done = self.nand.erase_leb(t, victim);
         if self.rel.is_some() {
             self.rel_erased(victim);
@@ -1041,61 +979,15 @@ impl Vsl {
             .push(Reverse((self.nand.erase_count(victim), victim)));
     }
 
-    #[inline]
-    fn is_valid(&self, psa: u32) -> bool {
-        self.valid_bits[(psa / 64) as usize] & (1 << (psa % 64)) != 0
-    }
-
-    #[inline]
-    fn set_valid(&mut self, psa: u32) {
-        self.valid_bits[(psa / 64) as usize] |= 1 << (psa % 64);
-    }
-
-    #[inline]
-    fn clear_valid(&mut self, psa: u32) {
-        self.valid_bits[(psa / 64) as usize] &= !(1 << (psa % 64));
-    }
-
     /// Cross-checks the map against the block manager; panics with the first
     /// inconsistency. O(capacity): for tests and `--check`.
     pub fn check_consistency(&self) {
-        let mut valid = vec![0u32; self.leb_valid.len()];
-        for (lba, &psa) in self.l2p.iter().enumerate() {
-            if psa == UNMAPPED {
-                continue;
-            }
-            assert_eq!(
-                self.p2l[psa as usize], lba as u32,
-                "p2l disagrees for lba {lba}"
-            );
-            let leb = (psa / self.spl) as usize;
-            assert_ne!(
-                self.leb_state[leb],
-                LebState::Free,
-                "lba {lba} maps into a free unit"
-            );
-            assert_ne!(
-                self.leb_state[leb],
-                LebState::Reserved,
-                "lba {lba} maps into a reserved unit"
-            );
-            assert_ne!(
-                self.leb_state[leb],
-                LebState::Retired,
-                "lba {lba} maps into a retired unit"
-            );
-            valid[leb] += 1;
-        }
-        assert_eq!(valid, self.leb_valid, "valid counts disagree with the map");
-        for psa in 0..self.p2l.len() as u32 {
-            let lba = self.p2l[psa as usize];
-            let current = lba != UNMAPPED && self.l2p[lba as usize] == psa;
-            assert_eq!(
-                self.is_valid(psa),
-                current,
-                "valid bit of slot {psa} is wrong"
-            );
-        }
+        self.map.check(|leb| match self.leb_state[leb as usize] {
+            LebState::Free => Some("free"),
+            LebState::Reserved => Some("reserved"),
+            LebState::Retired => Some("retired"),
+            _ => None,
+        });
         let free_states = self
             .leb_state
             .iter()
@@ -1185,7 +1077,7 @@ impl Vsl {
         let Some(leb) = self.best_victim() else {
             return false;
         };
-        let valid = self.leb_valid[leb as usize];
+        let valid = self.map.valid(leb);
         if valid >= self.spl {
             return false;
         }
@@ -1226,8 +1118,8 @@ impl Vsl {
     fn gc_step(&mut self, t: Nanos) {
         let mut v = self.victim.expect("a unit is being collected");
         let base = v.leb * self.spl;
-        let Some(psa) = self.next_valid(base + v.next, base + self.spl) else {
-            assert_eq!(self.leb_valid[v.leb as usize], 0, "victim still holds data");
+        let Some(psa) = self.map.next_valid(base + v.next, base + self.spl) else {
+            assert_eq!(self.map.valid(v.leb), 0, "victim still holds data");
             // A group is released whole, and so that the pool stays a whole
             // number of cohorts: the first group after the pool has moved
             // off a multiple of `k` (the usable units are not a whole number
@@ -1268,7 +1160,7 @@ impl Vsl {
             }
             while v.ahead < units && v.ahead <= unit + banks {
                 let first = base + v.ahead * self.spu;
-                let n = self.count_valid(first, first + self.spu) as u64;
+                let n = self.map.count_valid(first, first + self.spu) as u64;
                 if n > 0 {
                     let done =
                         self.nand
@@ -1290,17 +1182,13 @@ impl Vsl {
         self.victim = Some(v);
         // The map entry a move rewrites is a random access: start loading
         // the one `GC_PREFETCH` slots ahead (stale slots prefetch harmlessly).
-        if let Some(&ahead) = self.p2l.get((psa + GC_PREFETCH) as usize) {
-            if let Some(entry) = self.l2p.get(ahead as usize) {
-                prefetch_line(entry);
-            }
-        }
-        let lba = self.p2l[psa as usize];
+        self.map.prefetch_entry_of_slot(psa + GC_PREFETCH);
+        let lba = self.map.lba_at(psa);
         self.place(v.read_done, lba, Origin::Moved(psa));
         self.stats.gc_sectors_moved += 1;
         if let Some(log) = self.media_log.as_mut() {
-            let to = self.l2p[lba as usize];
-            let seq = self.oob_seq.get(to as usize).copied().unwrap_or(0);
+            let to = self.map.slot_of(lba);
+            let seq = self.map.seq_at(to);
             log.push(MediaEvent::Moved {
                 from: psa,
                 to,
@@ -1315,38 +1203,6 @@ impl Vsl {
         for leb in std::mem::take(&mut self.gc_group) {
             self.free.push(Reverse((self.nand.erase_count(leb), leb)));
         }
-    }
-
-    /// First valid slot in `from..end`.
-    fn next_valid(&self, from: u32, end: u32) -> Option<u32> {
-        let mut psa = from;
-        while psa < end {
-            let word = self.valid_bits[(psa / 64) as usize] >> (psa % 64);
-            if word != 0 {
-                let hit = psa + word.trailing_zeros();
-                return (hit < end).then_some(hit);
-            }
-            psa = (psa / 64 + 1) * 64;
-        }
-        None
-    }
-
-    /// Valid slots in `from..end`.
-    fn count_valid(&self, from: u32, end: u32) -> u32 {
-        let mut n = 0;
-        let mut psa = from;
-        while psa < end {
-            let bit = psa % 64;
-            let take = (64 - bit).min(end - psa);
-            let mask = if take == 64 {
-                u64::MAX
-            } else {
-                (1u64 << take) - 1
-            };
-            n += ((self.valid_bits[(psa / 64) as usize] >> bit) & mask).count_ones();
-            psa += take;
-        }
-        n
     }
 }
 
@@ -1375,7 +1231,7 @@ impl Vsl {
 
     /// Physical slots in the device (every erase unit, reserved included).
     pub fn physical_slots(&self) -> u64 {
-        self.p2l.len() as u64
+        self.map.slots() as u64
     }
 
     /// The next `k` free erase units in the order the log opens them
@@ -1399,25 +1255,13 @@ impl Vsl {
     /// not being collected); `None` for a free, open, victim, reserved or
     /// retired unit.
     pub fn closed_valid(&self, leb: u32) -> Option<u32> {
-        (self.leb_state[leb as usize] == LebState::Closed).then(|| self.leb_valid[leb as usize])
+        (self.leb_state[leb as usize] == LebState::Closed).then(|| self.map.valid(leb))
     }
 
     /// Appends to `out` the runs of erase unit `leb`'s slots that hold no
     /// current data, as `(first slot within the unit, slots)`.
     pub fn stale_runs(&self, leb: u32, out: &mut Vec<(u32, u32)>) {
-        let base = leb * self.spl;
-        let mut i = 0;
-        while i < self.spl {
-            if self.is_valid(base + i) {
-                i += 1;
-                continue;
-            }
-            let from = i;
-            while i < self.spl && !self.is_valid(base + i) {
-                i += 1;
-            }
-            out.push((from, i - from));
-        }
+        self.map.stale_runs(leb, out);
     }
 
     /// True when erase unit `leb` is on the free list (erased, unused).
@@ -1494,15 +1338,15 @@ impl Vsl {
     /// Out-of-band sequence number recorded with slot `psa` (0 when not
     /// tracked or never programmed).
     pub fn slot_sequence(&self, psa: u32) -> u64 {
-        self.oob_seq.get(psa as usize).copied().unwrap_or(0)
+        self.map.seq_at(psa)
     }
 
     fn log_moves(&mut self, moved_from: &[u32]) {
         let log = self.media_log.as_mut().expect("checked by the caller");
         for &from in moved_from {
-            let lba = self.p2l[from as usize];
-            let to = self.l2p[lba as usize];
-            let seq = self.oob_seq.get(to as usize).copied().unwrap_or(0);
+            let lba = self.map.lba_at(from);
+            let to = self.map.slot_of(lba);
+            let seq = self.map.seq_at(to);
             log.push(MediaEvent::Moved { from, to, lba, seq });
         }
     }
@@ -1540,10 +1384,10 @@ impl Vsl {
                 "recovery needs out-of-band sequence numbers (track_sequence)".into(),
             ));
         }
-        let slots = vsl.p2l.len() as u64;
+        let slots = vsl.map.slots() as u64;
         // Records may lie in reserved units brought in as spares.
         let usable_slots = slots;
-        let mut best_seq = vec![0u64; vsl.l2p.len()];
+        let mut best_seq = vec![0u64; vsl.map.sectors()];
         let mut max_seq = seq_floor;
         for r in records {
             if r.psa as u64 >= usable_slots || r.lba as u64 >= vsl.cfg.user_sectors || r.seq == 0 {
@@ -1553,11 +1397,10 @@ impl Vsl {
                 )));
             }
             max_seq = max_seq.max(r.seq);
-            vsl.p2l[r.psa as usize] = r.lba;
-            vsl.oob_seq[r.psa as usize] = r.seq;
+            vsl.map.restore_record(r.psa, r.lba, r.seq);
             if r.seq > best_seq[r.lba as usize] {
                 best_seq[r.lba as usize] = r.seq;
-                vsl.l2p[r.lba as usize] = r.psa;
+                vsl.map.restore_entry(r.lba, r.psa);
             }
         }
         // Without a free erase unit (the cut fell while the log frontier
@@ -1583,19 +1426,12 @@ impl Vsl {
         if let Some(counts) = erase_counts {
             vsl.nand.restore_erase_counts(counts);
         }
-        vsl.leb_valid.iter_mut().for_each(|v| *v = 0);
-        for i in 0..vsl.l2p.len() {
-            let psa = vsl.l2p[i];
-            if psa != UNMAPPED {
-                vsl.leb_valid[(psa / vsl.spl) as usize] += 1;
-                vsl.set_valid(psa);
-            }
-        }
+        vsl.map.rebuild_valid();
         vsl.free.clear();
         // A spare that holds data stays in service; empty ones go back to
         // the reserve.
         for leb in vsl.cfg.usable_lebs()..vsl.cfg.geometry.lebs() {
-            if vsl.leb_valid[leb as usize] > 0 {
+            if vsl.map.valid(leb) > 0 {
                 vsl.leb_state[leb as usize] = LebState::Closed;
             }
         }
@@ -1604,19 +1440,17 @@ impl Vsl {
                 vsl.leb_state[r as usize] = LebState::Open;
                 vsl.frontier_leb = r;
                 vsl.frontier_next = next;
-            } else if vsl.leb_valid[leb as usize] > 0 {
+            } else if vsl.map.valid(leb) > 0 {
                 vsl.leb_state[leb as usize] = LebState::Closed;
             } else {
                 vsl.leb_state[leb as usize] = LebState::Free;
-                let base = (leb * vsl.spl) as usize;
-                vsl.p2l[base..base + vsl.spl as usize].fill(UNMAPPED);
-                vsl.oob_seq[base..base + vsl.spl as usize].fill(0);
+                vsl.map.clear_leb(leb);
                 vsl.free.push(Reverse((vsl.nand.erase_count(leb), leb)));
             }
         }
         if resume.is_none() {
             let Some(Reverse((_, frontier))) = vsl.free.pop() else {
-                let valid: u64 = vsl.leb_valid.iter().map(|&v| v as u64).sum();
+                let valid: u64 = vsl.map.valid_counts().iter().map(|&v| v as u64).sum();
                 return Err(FtlError::Config(format!(
                     "recovered device has no free erase unit for the log frontier ({} units \
                      hold {valid} valid sectors of {} user sectors, {} slots each; {} records)",

@@ -129,7 +129,7 @@ impl Vsl {
                 || self
                     .leb_state
                     .iter()
-                    .zip(&self.leb_valid)
+                    .zip(self.map.valid_counts())
                     .any(|(s, &v)| *s == LebState::Closed && v < self.spl);
             if !reclaimable && !self.gc_group.is_empty() {
                 // Erased units held back for their group are usable now.
@@ -172,7 +172,7 @@ impl Vsl {
             let reclaimable = self
                 .leb_state
                 .iter()
-                .zip(&self.leb_valid)
+                .zip(self.map.valid_counts())
                 .any(|(s, &v)| *s == LebState::Closed && v < self.spl);
             if !reclaimable {
                 return;

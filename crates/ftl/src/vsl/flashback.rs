@@ -177,10 +177,8 @@ impl Vsl {
                 cfg.rebuild_share
             )));
         }
-        let slots = self.p2l.len();
-        if self.oob_seq.is_empty() {
-            self.oob_seq = vec![0; slots];
-        }
+        let slots = self.map.slots();
+        self.map.track_sequence();
         let dc = g.data_channels();
         let spd = self.spu.div_ceil(dc);
         let units = slots / self.spu as usize;
@@ -213,9 +211,9 @@ impl Vsl {
                 let unit = leb * upl + u;
                 let mut r = self.rel.take().expect("just set");
                 for psa in unit * self.spu..(unit + 1) * self.spu {
-                    let lba = self.p2l[psa as usize];
+                    let lba = self.map.lba_at(psa);
                     if lba != UNMAPPED {
-                        r.tags[psa as usize] = content_tag(lba, self.oob_seq[psa as usize]);
+                        r.tags[psa as usize] = content_tag(lba, self.map.seq_at(psa));
                     }
                 }
                 self.rel = Some(r);
@@ -427,7 +425,7 @@ impl Vsl {
                     self.nand.read_unit(t, bank, bytes);
                 }
                 self.read_tag(&r, from)
-                    .unwrap_or(!content_tag(lba, self.oob_seq[from as usize]))
+                    .unwrap_or(!content_tag(lba, self.map.seq_at(from)))
             }
         };
         r.tags[psa as usize] = tag;
@@ -608,8 +606,8 @@ impl Vsl {
             for row in 0..r.spd {
                 let s = c * r.spd + row;
                 let psa = unit * self.spu + s;
-                if s < self.spu && self.is_valid(psa) {
-                    let lba = self.p2l[psa as usize];
+                if s < self.spu && self.map.is_valid(psa) {
+                    let lba = self.map.lba_at(psa);
                     r.lost.insert(lba);
                     r.lost_ever.insert(lba);
                 }
@@ -746,7 +744,7 @@ impl Vsl {
             let mut degraded = 0u64;
             let mut unit_bad = false;
             for lba in i..i + n {
-                let p = self.l2p[lba as usize];
+                let p = self.map.slot_of(lba as u32);
                 if r.lost.contains(&(lba as u32)) {
                     lost_in_read += 1;
                     first_lost.get_or_insert(lba);
@@ -761,7 +759,7 @@ impl Vsl {
                 } else {
                     self.read_tag(&r, p)
                 };
-                let want = content_tag(lba as u32, self.oob_seq[p as usize]);
+                let want = content_tag(lba as u32, self.map.seq_at(p));
                 if got != Some(want) {
                     if got.is_none() {
                         // The stripe lost two members: the sector is lost.
@@ -815,7 +813,7 @@ impl Vsl {
             if unit_bad {
                 for lba in i..i + n {
                     if r.parity_rebuild_off_corrupts() {
-                        let p = self.l2p[lba as usize];
+                        let p = self.map.slot_of(lba as u32);
                         r.tags[p as usize] = !r.tags[p as usize];
                         r.stats.silent_corruptions += 1;
                     } else if r.lost.insert(lba as u32) {

@@ -226,12 +226,12 @@ impl Vsl {
             return vec![PoolStats {
                 stream: 0,
                 units,
-                valid_sectors: self.leb_valid.iter().map(|&v| v as u64).sum(),
+                valid_sectors: self.map.valid_counts().iter().map(|&v| v as u64).sum(),
                 target_units: self.cfg.usable_lebs() as f64,
                 host_share: 1.0,
             }];
         };
-        let (held, data, _) = p.occupancy(&self.leb_state, &self.leb_valid);
+        let (held, data, _) = p.occupancy(&self.leb_state, self.map.valid_counts());
         (0..p.streams())
             .map(|s| PoolStats {
                 stream: s,
