@@ -1,12 +1,16 @@
 use nand::{CellTiming, Geometry, NandArray, ReadPolicy};
 use serde::Serialize;
 use sim::{Nanos, Prng};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
+use blocks::BlockManager;
+pub(crate) use blocks::LebState;
+use buffer::WriteBuffer;
 use mapping::Mapping;
 
 mod atomic;
+mod blocks;
+mod buffer;
 mod flashback;
 mod mapping;
 mod media;
@@ -269,20 +273,6 @@ enum Origin {
     Moved(u32),
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum LebState {
-    Free,
-    Open,
-    Closed,
-    /// Closed and being collected by paced GC.
-    Victim,
-    /// Set aside: never written (the reserved units at the end of the
-    /// address space, until one is brought in as a spare).
-    Reserved,
-    /// Taken out of service for good (worn out or error-prone).
-    Retired,
-}
-
 /// The erase unit paced GC is collecting.
 #[derive(Copy, Clone, Debug)]
 struct Victim {
@@ -309,29 +299,13 @@ pub struct Vsl {
     spl: u32,
     /// The map, out-of-band records, valid bits and counts.
     map: Mapping,
-    leb_state: Vec<LebState>,
-    /// Host sectors written when the erase unit was closed (its age).
-    leb_closed_at: Vec<u64>,
-    /// Order in which each unit was closed (1, 2, …), kept only for a
-    /// victim policy that asks for it; `closes` counts them.
-    leb_close_seq: Vec<u64>,
-    closes: u64,
+    /// Unit states, the free pool, the frontier, close order, GC group.
+    blocks: BlockManager,
     /// Picks GC victims ([`VictimPolicy`]), drawing from `gc_prng`.
     policy: Box<dyn VictimPolicy>,
     gc_prng: Prng,
-    free: BinaryHeap<Reverse<(u32, u32)>>,
-    frontier_leb: u32,
-    frontier_next: u32,
-    /// Place of the frontier in its cohort: the `gc_stall_lebs` units
-    /// opened one after another, which on a scaled card hold one full-size
-    /// unit's bytes (always 0 on a full-size card).
-    cohort_pos: u32,
-    open_unit_ready: Nanos,
-    open_unit_host_slots: u32,
-    buffer: VecDeque<(Nanos, u32)>,
-    buffer_used: u64,
-    buffer_cap: u64,
-    last_admit: Nanos,
+    /// The power-cut-protected write buffer.
+    buffer: WriteBuffer,
     /// Scratch: read completion per write unit of the GC victim.
     gc_read_done: Vec<Nanos>,
     /// Paced GC: reads issued ahead, (unit of the victim, completion).
@@ -346,11 +320,6 @@ pub struct Vsl {
     gc_allowance: f64,
     gc_moves_per_ns: f64,
     gc_budget_at: Nanos,
-    /// Paced GC on a scaled card: units erased in the current group of
-    /// `gc_stall_lebs` (one full-size unit's bytes), held back from the
-    /// free list until the group is done, as a full-size unit is unusable
-    /// until its last sector has moved.
-    gc_group: Vec<u32>,
     /// GC moves and erases for a data store keyed by physical slot; `None`
     /// (the default) costs one branch per GC run and nothing per write.
     media_log: Option<Vec<MediaEvent>>,
@@ -434,16 +403,6 @@ impl Vsl {
         let spu = cfg.slots_per_unit();
         let spl = cfg.slots_per_leb();
         let lebs = g.lebs() as usize;
-        let mut leb_state = vec![LebState::Free; lebs];
-        // Reserved units sit at the end of the address space.
-        for s in leb_state.iter_mut().skip(cfg.usable_lebs() as usize) {
-            *s = LebState::Reserved;
-        }
-        let mut free = BinaryHeap::with_capacity(lebs);
-        for leb in 1..cfg.usable_lebs() {
-            free.push(Reverse((0, leb)));
-        }
-        leb_state[0] = LebState::Open;
         let buffer_cap = cfg.buffer_bytes / cfg.sector_bytes as u64;
         let mut nand = NandArray::new(g, cfg.timing);
         nand.set_read_policy(cfg.read_policy);
@@ -451,22 +410,10 @@ impl Vsl {
         let mut vsl = Vsl {
             nand,
             map: Mapping::new(cfg.user_sectors, lebs, spl, spu, cfg.track_sequence),
-            leb_state,
-            leb_closed_at: vec![0; lebs],
-            leb_close_seq: Vec::new(),
-            closes: 0,
+            blocks: BlockManager::new(lebs, cfg.usable_lebs(), spl, spu, cfg.gc_stall_lebs),
             policy: cfg.gc_policy.build(),
             gc_prng: Prng::from_seed(cfg.gc_seed),
-            free,
-            frontier_leb: 0,
-            frontier_next: 0,
-            cohort_pos: 0,
-            open_unit_ready: Nanos::ZERO,
-            open_unit_host_slots: 0,
-            buffer: VecDeque::with_capacity((buffer_cap / spu as u64) as usize + 2),
-            buffer_used: 0,
-            buffer_cap,
-            last_admit: Nanos::ZERO,
+            buffer: WriteBuffer::new(buffer_cap, spu),
             gc_read_done: Vec::with_capacity(g.units_per_leb() as usize),
             gc_reads: VecDeque::with_capacity(g.banks as usize + 1),
             gc_valid: Vec::with_capacity(spl as usize),
@@ -475,7 +422,6 @@ impl Vsl {
             gc_allowance: 0.0,
             gc_moves_per_ns: cfg.gc_share * move_capacity_per_ns(&cfg),
             gc_budget_at: Nanos::ZERO,
-            gc_group: Vec::new(),
             media_log: None,
             power_log: None,
             rel: None,
@@ -486,7 +432,7 @@ impl Vsl {
             stats: FtlStats::default(),
         };
         if vsl.policy.needs_close_order() {
-            vsl.leb_close_seq = vec![0; lebs];
+            vsl.blocks.keep_close_order(true);
         }
         Ok(vsl)
     }
@@ -497,11 +443,7 @@ impl Vsl {
     /// that needs the close order and is installed later sees the units
     /// closed before as closed at the same time (sequence 0).
     pub fn set_victim_policy(&mut self, policy: Box<dyn VictimPolicy>) {
-        if policy.needs_close_order() {
-            self.leb_close_seq.resize(self.leb_state.len(), 0);
-        } else {
-            self.leb_close_seq = Vec::new();
-        }
+        self.blocks.keep_close_order(policy.needs_close_order());
         self.policy = policy;
     }
 
@@ -525,7 +467,7 @@ impl Vsl {
         self.cfg.sector_bytes
     }
     pub fn free_lebs(&self) -> usize {
-        self.free.len()
+        self.blocks.free_len()
     }
 
     /// Host RAM the VSL holds for this device: the map, the per-slot OOB
@@ -533,7 +475,8 @@ impl Vsl {
     pub fn host_ram_bytes(&self) -> u64 {
         let per_leb = 4 + 1 + 8 + 8; // valid count, state, age, free-list entry
         self.map.ram_bytes()
-            + (self.leb_close_seq.len() * 8 + self.map.valid_counts().len() * per_leb) as u64
+            + self.blocks.close_seq_ram_bytes()
+            + (self.map.valid_counts().len() * per_leb) as u64
             + self.pools.as_ref().map_or(0, |p| p.ram_bytes())
     }
 
@@ -568,7 +511,7 @@ impl Vsl {
         // Legacy GC collects a whole unit whenever a write finds the array
         // idle; paced GC's budget already grows in idle time.
         if self.cfg.gc_mode == GcMode::Legacy
-            && self.free.len() < self.cfg.gc_background_lebs as usize
+            && self.blocks.free_len() < self.cfg.gc_background_lebs as usize
             && self.nand.idle_at(ready)
         {
             self.collect_one(ready);
@@ -634,7 +577,7 @@ impl Vsl {
             });
         }
         if self.rel.is_some() {
-            self.rel_before_io(self.last_admit, Some((start, count)), false);
+            self.rel_before_io(self.buffer.last_admit(), Some((start, count)), false);
         }
         for lba in start..start + count {
             self.map.unmap(lba);
@@ -665,10 +608,7 @@ impl Vsl {
     }
 
     fn open_unit_id(&self) -> Option<u32> {
-        if self.frontier_next.is_multiple_of(self.spu) {
-            return None;
-        }
-        Some((self.frontier_leb * self.spl + self.frontier_next) / self.spu)
+        self.blocks.frontier().open_unit(self.spl, self.spu)
     }
 
     fn bank_of_unit(&self, unit: u32) -> u32 {
@@ -677,27 +617,8 @@ impl Vsl {
 
     /// Waits for room for `n` host sectors in the write buffer (FIFO).
     fn admit(&mut self, ready: Nanos, n: u64) -> Nanos {
-        let mut t = ready.max(self.last_admit);
-        while let Some(&(release, slots)) = self.buffer.front() {
-            if release > t {
-                break;
-            }
-            self.buffer.pop_front();
-            self.buffer_used -= slots as u64;
-        }
-        let mut waited = false;
-        while self.buffer_used + n > self.buffer_cap {
-            let (release, slots) = self
-                .buffer
-                .pop_front()
-                .expect("a full buffer holds programmed units (cap >= 2 units)");
-            t = t.max(release);
-            self.buffer_used -= slots as u64;
-            waited = true;
-        }
+        let (t, waited) = self.buffer.admit(ready, n);
         self.stats.buffer_waits += waited as u64;
-        self.buffer_used += n;
-        self.last_admit = t;
         t
     }
 
@@ -712,7 +633,7 @@ impl Vsl {
         };
         // `while`, not `if`: foreground GC run by opening a unit may fill
         // that unit to the brim with moved data.
-        while self.frontier_next == self.spl {
+        while self.blocks.frontier_full() {
             self.open_next_leb(t, host);
             if let Some(s) = stream {
                 // GC run by opening the unit may have moved another pool's
@@ -720,7 +641,7 @@ impl Vsl {
                 self.switch_stream(s);
             }
         }
-        let psa = self.frontier_leb * self.spl + self.frontier_next;
+        let (psa, leb) = self.blocks.next_slot();
         // A GC move knows where the sector is: skipping the map load keeps
         // the move free of a dependent cache miss.
         let (old, seq) = match origin {
@@ -730,7 +651,7 @@ impl Vsl {
                 (from, self.map.seq_at(from))
             }
         };
-        self.map.map(lba, psa, self.frontier_leb, old, seq);
+        self.map.map(lba, psa, leb, old, seq);
         if let Some(log) = self.power_log.as_mut() {
             let from = match origin {
                 Origin::Host(_) => UNMAPPED,
@@ -746,54 +667,27 @@ impl Vsl {
         if self.rel.is_some() {
             self.rel_place(t, psa, lba, origin);
         }
-        self.frontier_next += 1;
-        self.open_unit_ready = self.open_unit_ready.max(t);
-        self.open_unit_host_slots += host as u32;
-        if self.frontier_next.is_multiple_of(self.spu) {
+        if self.blocks.fill(t, host) {
             self.program_open_unit();
         }
     }
 
     fn program_open_unit(&mut self) {
-        let unit = (self.frontier_leb * self.spl + self.frontier_next - 1) / self.spu;
-        let done = self
-            .nand
-            .program_unit(self.open_unit_ready, self.bank_of_unit(unit));
+        let (unit, ready, host_slots) = self.blocks.take_open_unit();
+        let done = self.nand.program_unit(ready, self.bank_of_unit(unit));
         if let Some(log) = self.power_log.as_mut() {
             log.push(PowerEvent::Programmed { unit, done });
         }
         if self.rel.is_some() {
             self.rel_programmed(unit, done);
         }
-        if self.open_unit_host_slots > 0 {
-            self.buffer.push_back((done, self.open_unit_host_slots));
-        }
-        self.open_unit_ready = Nanos::ZERO;
-        self.open_unit_host_slots = 0;
+        self.buffer.programmed(done, host_slots);
     }
 
     fn open_next_leb(&mut self, t: Nanos, host: bool) {
-        let old = self.frontier_leb as usize;
-        self.leb_state[old] = LebState::Closed;
-        self.leb_closed_at[old] = self.stats.host_sectors_written;
-        if !self.leb_close_seq.is_empty() {
-            self.closes += 1;
-            self.leb_close_seq[old] = self.closes;
-        }
-        if self.free.is_empty() {
-            // A GC group held back is usable at once rather than never.
-            self.release_gc_group();
-        }
-        let Reverse((_, leb)) = self
-            .free
-            .pop()
-            .expect("GC reserve exhausted: the free list is empty");
-        assert_eq!(self.leb_state[leb as usize], LebState::Free);
+        self.blocks.close_frontier(self.stats.host_sectors_written);
+        let leb = self.blocks.open_next(self.nand.erase_counts());
         assert_eq!(self.map.valid(leb), 0);
-        self.leb_state[leb as usize] = LebState::Open;
-        self.frontier_leb = leb;
-        self.frontier_next = 0;
-        self.cohort_pos = (self.cohort_pos + 1) % self.cfg.gc_stall_lebs;
         if let Some(p) = self.pools.as_mut() {
             p.opened(leb);
         }
@@ -819,8 +713,10 @@ impl Vsl {
         // stalls too: its unit has just opened, so the first victim's
         // moves (fewer than a unit) fit in it, and each victim after that
         // takes at most the one free unit it gives back.
-        let exhausted = self.cfg.gc_mode == GcMode::Legacy && self.free.is_empty();
-        if host && (exhausted || (self.cohort_pos == 0 && self.pool_free() <= reserve - stall)) {
+        let exhausted = self.cfg.gc_mode == GcMode::Legacy && self.blocks.free_len() == 0;
+        if host
+            && (exhausted || (self.blocks.cohort_start() && self.pool_free() <= reserve - stall))
+        {
             let mut rounds = 0;
             while self.pool_free() < reserve {
                 rounds += 1;
@@ -833,27 +729,17 @@ impl Vsl {
         }
     }
 
-    /// Free units GC's watermarks and stalls count: the free list less
-    /// the units the frontier's cohort has still to open. A full-size
-    /// card takes a whole erase unit when its log opens one; a scaled
-    /// card's cohort of `k` small units is one full-size unit's bytes, so
-    /// it counts as taken when its first unit opens (without this the
-    /// free pool sat about one full-size unit lower than the full card's).
+    /// Free units GC's watermarks and stalls count
+    /// ([`BlockManager::pool_free`]).
+    #[inline]
     fn pool_free(&self) -> usize {
-        self.free
-            .len()
-            .saturating_sub(self.unopened(self.cohort_pos))
+        self.blocks.pool_free()
     }
 
     /// [`Vsl::pool_free`] once the frontier has moved to the next unit.
+    #[inline]
     fn pool_free_after_open(&self) -> usize {
-        let next = (self.cohort_pos + 1) % self.cfg.gc_stall_lebs;
-        self.free.len().saturating_sub(1 + self.unopened(next))
-    }
-
-    /// Units of the cohort still to open with the frontier at `pos` in it.
-    fn unopened(&self, pos: u32) -> usize {
-        (self.cfg.gc_stall_lebs - 1 - pos) as usize
+        self.blocks.pool_free_after_open()
     }
 
     fn select_victim(&mut self) -> u32 {
@@ -877,14 +763,14 @@ impl Vsl {
             }
         }
         let only = match self.pools.as_mut() {
-            Some(p) => p.pool_to_collect(&self.leb_state, self.map.valid_counts(), self.spl),
+            Some(p) => p.pool_to_collect(self.blocks.states(), self.map.valid_counts(), self.spl),
             None => None,
         };
         let mut units = Candidates {
-            state: &self.leb_state,
+            state: self.blocks.states(),
             valid: self.map.valid_counts(),
-            closed_at: &self.leb_closed_at,
-            close_seq: &self.leb_close_seq,
+            closed_at: self.blocks.closed_at(),
+            close_seq: self.blocks.close_seq(),
             erase_counts: self.nand.erase_counts(),
             capacity: self.spl,
             now: self.stats.host_sectors_written,
@@ -909,7 +795,8 @@ impl Vsl {
         let counts = self.nand.erase_counts();
         let max = counts.iter().copied().max().unwrap_or(0);
         let (leb, min) = self
-            .leb_state
+            .blocks
+            .states()
             .iter()
             .enumerate()
             .filter(|(_, s)| **s == LebState::Closed)
@@ -974,37 +861,20 @@ impl Vsl {
         if let Some(log) = self.power_log.as_mut() {
             log.push(PowerEvent::Erased { leb: victim, done });
         }
-        self.leb_state[victim as usize] = LebState::Free;
-        self.free
-            .push(Reverse((self.nand.erase_count(victim), victim)));
+        self.blocks.erased(victim, self.nand.erase_count(victim));
     }
 
     /// Cross-checks the map against the block manager; panics with the first
     /// inconsistency. O(capacity): for tests and `--check`.
     pub fn check_consistency(&self) {
-        self.map.check(|leb| match self.leb_state[leb as usize] {
+        self.map.check(|leb| match self.blocks.state(leb) {
             LebState::Free => Some("free"),
             LebState::Reserved => Some("reserved"),
             LebState::Retired => Some("retired"),
             _ => None,
         });
-        let free_states = self
-            .leb_state
-            .iter()
-            .filter(|s| **s == LebState::Free)
-            .count();
-        assert_eq!(
-            free_states,
-            self.free.len() + self.gc_group.len(),
-            "free list disagrees with unit states"
-        );
-        let open = self
-            .leb_state
-            .iter()
-            .filter(|s| **s == LebState::Open)
-            .count();
         let streams = self.pools.as_ref().map_or(1, |p| p.streams());
-        assert_eq!(open, streams, "one open erase unit per stream");
+        self.blocks.check(streams);
     }
 }
 
@@ -1013,7 +883,7 @@ impl Vsl {
 impl Vsl {
     /// Free space in erase units, the open frontier's unused part included.
     fn free_space_lebs(&self) -> f64 {
-        self.free.len() as f64 + (self.spl - self.frontier_next) as f64 / self.spl as f64
+        self.blocks.free_space_lebs()
     }
 
     /// Charges `host` just-written sectors their GC share and does the
@@ -1060,7 +930,7 @@ impl Vsl {
             }
             // Paced moves never take the last reserved units: opening one
             // is left to the host write that then runs foreground GC.
-            let full = self.frontier_next == self.spl;
+            let full = self.blocks.frontier_full();
             let stall_at = (self.cfg.gc_reserve_lebs - self.cfg.gc_stall_lebs) as usize;
             if full && self.pool_free_after_open() <= stall_at {
                 break;
@@ -1083,7 +953,7 @@ impl Vsl {
         }
         self.stats.gc_runs += 1;
         self.gc_reads.clear();
-        self.leb_state[leb as usize] = LebState::Victim;
+        self.blocks.mark_victim(leb);
         self.victim = Some(Victim {
             leb,
             next: 0,
@@ -1127,7 +997,7 @@ impl Vsl {
             // group's last erase is the one charged a block erase's time,
             // as the full card erases when its victim is done.
             let k = self.cfg.gc_stall_lebs as usize;
-            let group = self.gc_group.len() + 1;
+            let group = self.blocks.gc_group_len() + 1;
             let release = (self.pool_free() + group).is_multiple_of(k) || group >= k;
             let charge = release && self.cfg.gc_stall_lebs == self.cfg.erase_batch;
             let done = self.nand.erase_leb_in_batch(t, v.leb, charge);
@@ -1140,9 +1010,8 @@ impl Vsl {
             if let Some(log) = self.power_log.as_mut() {
                 log.push(PowerEvent::Erased { leb: v.leb, done });
             }
-            self.leb_state[v.leb as usize] = LebState::Free;
+            self.blocks.erased_into_group(v.leb);
             self.victim = None;
-            self.gc_group.push(v.leb);
             if release {
                 self.release_gc_group();
             }
@@ -1200,9 +1069,7 @@ impl Vsl {
 
     /// Puts the units erased in the current GC group on the free list.
     fn release_gc_group(&mut self) {
-        for leb in std::mem::take(&mut self.gc_group) {
-            self.free.push(Reverse((self.nand.erase_count(leb), leb)));
-        }
+        self.blocks.release_gc_group(self.nand.erase_counts());
     }
 }
 
@@ -1237,25 +1104,19 @@ impl Vsl {
     /// The next `k` free erase units in the order the log opens them
     /// (least erased first), for a store that prepares them ahead.
     pub fn next_free_lebs(&self, k: usize) -> Vec<u32> {
-        let mut v: Vec<(u32, u32)> = self.free.iter().map(|r| r.0).collect();
-        if k < v.len() {
-            v.select_nth_unstable(k);
-            v.truncate(k);
-        }
-        v.sort_unstable();
-        v.into_iter().map(|(_, leb)| leb).collect()
+        self.blocks.next_free(k)
     }
 
     /// Erase units in the device (reserved and retired ones included).
     pub fn lebs(&self) -> u32 {
-        self.leb_state.len() as u32
+        self.blocks.states().len() as u32
     }
 
     /// The valid slots of erase unit `leb` if it is closed (written whole,
     /// not being collected); `None` for a free, open, victim, reserved or
     /// retired unit.
     pub fn closed_valid(&self, leb: u32) -> Option<u32> {
-        (self.leb_state[leb as usize] == LebState::Closed).then(|| self.map.valid(leb))
+        (self.blocks.state(leb) == LebState::Closed).then(|| self.map.valid(leb))
     }
 
     /// Appends to `out` the runs of erase unit `leb`'s slots that hold no
@@ -1266,7 +1127,7 @@ impl Vsl {
 
     /// True when erase unit `leb` is on the free list (erased, unused).
     pub fn is_free_leb(&self, leb: u32) -> bool {
-        self.leb_state[leb as usize] == LebState::Free
+        self.blocks.state(leb) == LebState::Free
     }
 
     /// Takes worn-out erase unit `leb` out of service for good (block
@@ -1276,13 +1137,12 @@ impl Vsl {
     /// was retired (a unit in use is retired after GC has erased it).
     pub fn retire_leb(&mut self, leb: u32, now: Nanos) -> bool {
         let reserve = self.cfg.gc_reserve_lebs as usize;
-        if !self.is_free_leb(leb) || self.free.len() < reserve {
+        if !self.is_free_leb(leb) || self.blocks.free_len() < reserve {
             return false;
         }
-        self.free.retain(|Reverse((_, l))| *l != leb);
-        self.leb_state[leb as usize] = LebState::Retired;
+        self.blocks.retire_free(leb);
         let mut rounds = 0;
-        while self.free.len() < reserve {
+        while self.blocks.free_len() < reserve {
             rounds += 1;
             assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
             self.collect_one(now);
@@ -1297,40 +1157,27 @@ impl Vsl {
     /// reserve is short, or no reserved unit is left.
     pub fn replace_leb(&mut self, leb: u32) -> Option<u32> {
         let reserve = self.cfg.gc_reserve_lebs as usize;
-        if !self.is_free_leb(leb) || self.free.len() < reserve || self.reserved_lebs_left() == 0 {
+        if !self.is_free_leb(leb)
+            || self.blocks.free_len() < reserve
+            || self.reserved_lebs_left() == 0
+        {
             return None;
         }
-        let spare = self.activate_spare()?;
-        self.free.retain(|Reverse((_, l))| *l != leb);
-        self.leb_state[leb as usize] = LebState::Retired;
+        let spare = self.blocks.activate_spare(self.nand.erase_counts())?;
+        self.blocks.retire_free(leb);
         Some(spare)
-    }
-
-    /// Brings the first reserved erase unit (they sit at the end of the
-    /// address space) into service: it joins the free list. Returns the
-    /// unit, or `None` when no reserved unit is left.
-    fn activate_spare(&mut self) -> Option<u32> {
-        let first = self.cfg.usable_lebs() as usize;
-        let leb = (first..self.leb_state.len())
-            .find(|&l| self.leb_state[l] == LebState::Reserved)? as u32;
-        self.leb_state[leb as usize] = LebState::Free;
-        self.free.push(Reverse((self.nand.erase_count(leb), leb)));
-        Some(leb)
     }
 
     /// Reserved erase units left to bring in as spares.
     pub fn reserved_lebs_left(&self) -> u32 {
-        self.leb_state
-            .iter()
-            .filter(|s| **s == LebState::Reserved)
-            .count() as u32
+        self.blocks.reserved_left()
     }
 
     /// True when erase unit `leb` is in service: free, open, closed or
     /// being collected (not reserved, not retired).
     pub fn in_service(&self, leb: u32) -> bool {
         !matches!(
-            self.leb_state.get(leb as usize),
+            self.blocks.states().get(leb as usize),
             None | Some(LebState::Reserved | LebState::Retired)
         )
     }
@@ -1427,29 +1274,19 @@ impl Vsl {
             vsl.nand.restore_erase_counts(counts);
         }
         vsl.map.rebuild_valid();
-        vsl.free.clear();
-        // A spare that holds data stays in service; empty ones go back to
-        // the reserve.
-        for leb in vsl.cfg.usable_lebs()..vsl.cfg.geometry.lebs() {
-            if vsl.map.valid(leb) > 0 {
-                vsl.leb_state[leb as usize] = LebState::Closed;
-            }
+        {
+            let Vsl {
+                blocks, map, nand, ..
+            } = &mut vsl;
+            blocks.recover(map.valid_counts(), nand.erase_counts(), resume);
         }
         for leb in 0..vsl.cfg.usable_lebs() {
-            if let Some((r, next)) = resume.filter(|r| r.0 == leb) {
-                vsl.leb_state[r as usize] = LebState::Open;
-                vsl.frontier_leb = r;
-                vsl.frontier_next = next;
-            } else if vsl.map.valid(leb) > 0 {
-                vsl.leb_state[leb as usize] = LebState::Closed;
-            } else {
-                vsl.leb_state[leb as usize] = LebState::Free;
+            if vsl.blocks.state(leb) == LebState::Free {
                 vsl.map.clear_leb(leb);
-                vsl.free.push(Reverse((vsl.nand.erase_count(leb), leb)));
             }
         }
         if resume.is_none() {
-            let Some(Reverse((_, frontier))) = vsl.free.pop() else {
+            let Some(_frontier) = vsl.blocks.recover_open() else {
                 let valid: u64 = vsl.map.valid_counts().iter().map(|&v| v as u64).sum();
                 return Err(FtlError::Config(format!(
                     "recovered device has no free erase unit for the log frontier ({} units \
@@ -1460,9 +1297,6 @@ impl Vsl {
                     records.len()
                 )));
             };
-            vsl.leb_state[frontier as usize] = LebState::Open;
-            vsl.frontier_leb = frontier;
-            vsl.frontier_next = 0;
         }
         vsl.stats.host_sectors_written = max_seq;
         Ok(vsl)

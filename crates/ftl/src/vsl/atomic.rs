@@ -22,7 +22,7 @@ impl Vsl {
 
     /// The erase unit the log is filling.
     pub fn frontier_leb(&self) -> u32 {
-        self.frontier_leb
+        self.blocks.frontier_leb()
     }
 
     /// Physical slots in one write unit.
@@ -32,7 +32,7 @@ impl Vsl {
 
     /// The largest atomic write, in sectors: the write buffer.
     pub fn max_atomic_sectors(&self) -> u64 {
-        self.buffer_cap
+        self.buffer.cap()
     }
 
     /// Writes every range of `writes` and trims every range of `trims`
@@ -68,10 +68,10 @@ impl Vsl {
             )));
         }
         let total: u64 = writes.iter().map(|r| r.1).sum();
-        if total > self.buffer_cap {
+        if total > self.buffer.cap() {
             return Err(FtlError::Atomic(format!(
                 "{total} sectors exceed the {} sectors of the power-cut-protected buffer",
-                self.buffer_cap
+                self.buffer.cap()
             )));
         }
         self.nand.advance(ready);
@@ -123,15 +123,16 @@ impl Vsl {
         let needed = sectors.div_ceil(self.spl as u64) as usize + 1;
         let want = self.cfg.gc_reserve_lebs as usize + needed;
         let mut rounds = 0u32;
-        while self.free.len() < want {
+        while self.blocks.free_len() < want {
             rounds += 1;
             let reclaimable = self.victim.is_some()
                 || self
-                    .leb_state
+                    .blocks
+                    .states()
                     .iter()
                     .zip(self.map.valid_counts())
                     .any(|(s, &v)| *s == LebState::Closed && v < self.spl);
-            if !reclaimable && !self.gc_group.is_empty() {
+            if !reclaimable && self.blocks.gc_group_len() > 0 {
                 // Erased units held back for their group are usable now.
                 self.release_gc_group();
                 continue;
@@ -162,15 +163,16 @@ impl Vsl {
     pub fn restore_reserve(&mut self, t: Nanos) {
         let want = self.cfg.gc_reserve_lebs as usize;
         for _ in 0..2 * self.cfg.geometry.lebs() {
-            if self.free.len() >= want {
+            if self.blocks.free_len() >= want {
                 return;
             }
-            if !self.gc_group.is_empty() {
+            if self.blocks.gc_group_len() > 0 {
                 self.release_gc_group();
                 continue;
             }
             let reclaimable = self
-                .leb_state
+                .blocks
+                .states()
                 .iter()
                 .zip(self.map.valid_counts())
                 .any(|(s, &v)| *s == LebState::Closed && v < self.spl);

@@ -349,10 +349,10 @@ impl Vsl {
     }
 
     pub(super) fn programmed_units(&self, leb: u32) -> u32 {
-        if leb == self.frontier_leb {
-            return self.frontier_next / self.spu;
+        if leb == self.blocks.frontier_leb() {
+            return self.blocks.frontier_next() / self.spu;
         }
-        match self.leb_state[leb as usize] {
+        match self.blocks.state(leb) {
             LebState::Free | LebState::Reserved | LebState::Retired => 0,
             _ => self.cfg.geometry.units_per_leb(),
         }
@@ -700,10 +700,10 @@ impl Vsl {
     fn relocate(&mut self, now: Nanos, lebs: Vec<u32>) {
         let mut keep = Vec::new();
         for leb in lebs {
-            let closed = self.leb_state[leb as usize] == LebState::Closed;
-            if closed && self.free.len() >= self.cfg.gc_reserve_lebs as usize {
+            let closed = self.blocks.state(leb) == LebState::Closed;
+            if closed && self.blocks.free_len() >= self.cfg.gc_reserve_lebs as usize {
                 self.collect_leb(now, leb);
-            } else if self.leb_state[leb as usize] != LebState::Free {
+            } else if self.blocks.state(leb) != LebState::Free {
                 keep.push(leb);
             }
         }
