@@ -53,8 +53,8 @@ mod vsl;
 pub use nand::ReadPolicy;
 pub use vsl::{
     content_tag, poisson_tail, Candidate, Candidates, FtlConfig, FtlError, FtlStats, GcMode,
-    GcPolicy, MediaConfig, MediaEvent, OobRecord, PolicyInfo, PowerEvent, ReliabilityConfig,
-    ReliabilityStats, VictimPolicy, Vsl, D_CHOICES_MAX, POLICIES, REBUILD_SHARE,
+    GcPolicy, MediaConfig, MediaEvent, MediaLog, MediaObserver, OobRecord, PolicyInfo, PowerEvent,
+    ReliabilityConfig, ReliabilityStats, VictimPolicy, Vsl, D_CHOICES_MAX, POLICIES, REBUILD_SHARE,
 };
 pub use vsl::{
     split_spare, HotCold, Placement, PlacementInfo, PlacementSpec, PoolStats, Streams, PLACEMENTS,

@@ -14,11 +14,14 @@ mod buffer;
 mod flashback;
 mod mapping;
 mod media;
+mod observer;
 mod placement;
 mod pools;
 mod victim;
 pub use flashback::{content_tag, ReliabilityConfig, ReliabilityStats, REBUILD_SHARE};
 pub use media::{poisson_tail, MediaConfig};
+use observer::Observers;
+pub use observer::{MediaLog, MediaObserver};
 pub use placement::{
     split_spare, HotCold, Placement, PlacementInfo, PlacementSpec, Streams, PLACEMENTS,
 };
@@ -294,7 +297,7 @@ struct Victim {
 /// One ioMemory device's flash translation layer with its NAND.
 pub struct Vsl {
     cfg: FtlConfig,
-    pub nand: NandArray,
+    nand: NandArray,
     spu: u32,
     spl: u32,
     /// The map, out-of-band records, valid bits and counts.
@@ -320,13 +323,10 @@ pub struct Vsl {
     gc_allowance: f64,
     gc_moves_per_ns: f64,
     gc_budget_at: Nanos,
-    /// GC moves and erases for a data store keyed by physical slot; `None`
-    /// (the default) costs one branch per GC run and nothing per write.
-    media_log: Option<Vec<MediaEvent>>,
-    /// Every placement, program, erase and trim for the power-cut model
-    /// (`crate::protect`); `None` (the default) costs one branch per
-    /// placed sector and per program.
-    power_log: Option<Vec<PowerEvent>>,
+    /// Whatever mirrors the media ([`MediaObserver`]): the attached card's
+    /// store, the power-cut model. None installed (the default) costs one
+    /// branch per event.
+    obs: Observers,
     /// Flashback parity, die failures and media errors
     /// ([`Vsl::enable_reliability`]); `None` (the default) costs one branch
     /// per I/O, placed sector, programmed unit and erase.
@@ -422,8 +422,7 @@ impl Vsl {
             gc_allowance: 0.0,
             gc_moves_per_ns: cfg.gc_share * move_capacity_per_ns(&cfg),
             gc_budget_at: Nanos::ZERO,
-            media_log: None,
-            power_log: None,
+            obs: Observers::default(),
             rel: None,
             pools: None,
             spu,
@@ -454,6 +453,19 @@ impl Vsl {
 
     pub fn config(&self) -> &FtlConfig {
         &self.cfg
+    }
+    /// NAND activity since the device was built (bytes programmed and
+    /// read, erases).
+    pub fn media_counters(&self) -> nand::MediaCounters {
+        self.nand.counters
+    }
+    /// Erases of every erase unit so far.
+    pub fn erase_counts(&self) -> &[u32] {
+        self.nand.erase_counts()
+    }
+    /// Erases of erase unit `leb` so far.
+    pub fn erase_count(&self, leb: u32) -> u32 {
+        self.nand.erase_count(leb)
     }
     pub fn stats(&self) -> FtlStats {
         let mut s = self.stats;
@@ -568,13 +580,9 @@ impl Vsl {
     /// no longer moves them.
     pub fn trim(&mut self, start: u64, count: u64) -> Result<(), FtlError> {
         self.check_range(start, count)?;
-        if let Some(log) = self.power_log.as_mut() {
+        if self.obs.on() {
             let floor = self.stats.host_sectors_written;
-            log.push(PowerEvent::Trimmed {
-                start,
-                count,
-                floor,
-            });
+            self.obs.each(|o| o.trimmed(start, count, floor));
         }
         if self.rel.is_some() {
             self.rel_before_io(self.buffer.last_admit(), Some((start, count)), false);
@@ -652,17 +660,12 @@ impl Vsl {
             }
         };
         self.map.map(lba, psa, leb, old, seq);
-        if let Some(log) = self.power_log.as_mut() {
+        if self.obs.placements() {
             let from = match origin {
                 Origin::Host(_) => UNMAPPED,
                 Origin::Moved(from) => from,
             };
-            log.push(PowerEvent::Placed {
-                psa,
-                lba,
-                seq,
-                from,
-            });
+            self.obs.each(|o| o.placed(psa, lba, seq, from));
         }
         if self.rel.is_some() {
             self.rel_place(t, psa, lba, origin);
@@ -675,8 +678,8 @@ impl Vsl {
     fn program_open_unit(&mut self) {
         let (unit, ready, host_slots) = self.blocks.take_open_unit();
         let done = self.nand.program_unit(ready, self.bank_of_unit(unit));
-        if let Some(log) = self.power_log.as_mut() {
-            log.push(PowerEvent::Programmed { unit, done });
+        if self.obs.on() {
+            self.obs.each(|o| o.programmed(unit, done));
         }
         if self.rel.is_some() {
             self.rel_programmed(unit, done);
@@ -691,8 +694,8 @@ impl Vsl {
         if let Some(p) = self.pools.as_mut() {
             p.opened(leb);
         }
-        if let Some(log) = self.power_log.as_mut() {
-            log.push(PowerEvent::Opened { leb });
+        if self.obs.on() {
+            self.obs.each(|o| o.opened(leb));
         }
         // A stall starts when a cohort opens with the free pool
         // (`pool_free`) down to `reserve - stall` units and lasts until the
@@ -845,8 +848,10 @@ impl Vsl {
             self.place(ready[unit as usize], lba, Origin::Moved(psa));
         }
         self.stats.gc_sectors_moved += valid.len() as u64;
-        if self.media_log.is_some() {
-            self.log_moves(&valid);
+        if self.obs.on() {
+            for &from in &valid {
+                self.notify_moved(from);
+            }
         }
         self.gc_valid = valid;
         self.gc_read_done = ready;
@@ -855,12 +860,7 @@ impl Vsl {
         if self.rel.is_some() {
             self.rel_erased(victim);
         }
-        if let Some(log) = self.media_log.as_mut() {
-            log.push(MediaEvent::Erased { leb: victim });
-        }
-        if let Some(log) = self.power_log.as_mut() {
-            log.push(PowerEvent::Erased { leb: victim, done });
-        }
+        self.notify_erased(victim, done);
         self.blocks.erased(victim, self.nand.erase_count(victim));
     }
 
@@ -1004,12 +1004,7 @@ impl Vsl {
             if self.rel.is_some() {
                 self.rel_erased(v.leb);
             }
-            if let Some(log) = self.media_log.as_mut() {
-                log.push(MediaEvent::Erased { leb: v.leb });
-            }
-            if let Some(log) = self.power_log.as_mut() {
-                log.push(PowerEvent::Erased { leb: v.leb, done });
-            }
+            self.notify_erased(v.leb, done);
             self.blocks.erased_into_group(v.leb);
             self.victim = None;
             if release {
@@ -1055,15 +1050,8 @@ impl Vsl {
         let lba = self.map.lba_at(psa);
         self.place(v.read_done, lba, Origin::Moved(psa));
         self.stats.gc_sectors_moved += 1;
-        if let Some(log) = self.media_log.as_mut() {
-            let to = self.map.slot_of(lba);
-            let seq = self.map.seq_at(to);
-            log.push(MediaEvent::Moved {
-                from: psa,
-                to,
-                lba,
-                seq,
-            });
+        if self.obs.on() {
+            self.notify_moved(psa);
         }
     }
 
@@ -1076,18 +1064,48 @@ impl Vsl {
 /// Data-store hooks and recovery: what the real-time serving layer needs to
 /// keep user data by physical slot and rebuild the map after a crash.
 impl Vsl {
-    /// Starts recording [`MediaEvent`]s; drain them with
-    /// [`Vsl::drain_media_log`] after every call that may run GC.
+    /// Starts recording [`MediaEvent`]s (a [`MediaLog`] observer); drain
+    /// them with [`Vsl::drain_media_log`] after every call that may run GC.
     pub fn enable_media_log(&mut self) {
-        if self.media_log.is_none() {
-            self.media_log = Some(Vec::with_capacity(self.spl as usize + 1));
+        if !self.obs.has::<MediaLog>() {
+            self.add_observer(Box::new(MediaLog::with_capacity(self.spl as usize + 1)));
         }
     }
 
     /// Moves the recorded events, oldest first, into `out`.
     pub fn drain_media_log(&mut self, out: &mut Vec<MediaEvent>) {
-        if let Some(log) = self.media_log.as_mut() {
-            out.append(log);
+        if let Some(log) = self.obs.find_mut::<MediaLog>() {
+            log.drain(out);
+        }
+    }
+
+    /// Installs an observer of the media: from now on it hears of every
+    /// placement (if it asks for them), program, erase, GC move, opened
+    /// unit, trim and atomic-write boundary, after the observers installed
+    /// before it.
+    pub fn add_observer(&mut self, o: Box<dyn MediaObserver>) {
+        self.obs.add(o);
+    }
+
+    /// The first installed observer of type `T`, to read what it gathered.
+    pub fn observer_mut<T: 'static>(&mut self) -> Option<&mut T> {
+        self.obs.find_mut::<T>()
+    }
+
+    /// Tells the observers GC moved the sector in slot `from` (placed
+    /// already: the map gives where it went).
+    fn notify_moved(&mut self, from: u32) {
+        let lba = self.map.lba_at(from);
+        let to = self.map.slot_of(lba);
+        let seq = self.map.seq_at(to);
+        self.obs.each(|o| o.moved(from, to, lba, seq));
+    }
+
+    /// Tells the observers erase unit `leb` was erased, done at `done`.
+    #[inline]
+    fn notify_erased(&mut self, leb: u32, done: Nanos) {
+        if self.obs.on() {
+            self.obs.each(|o| o.erased(leb, done));
         }
     }
 
@@ -1186,16 +1204,6 @@ impl Vsl {
     /// tracked or never programmed).
     pub fn slot_sequence(&self, psa: u32) -> u64 {
         self.map.seq_at(psa)
-    }
-
-    fn log_moves(&mut self, moved_from: &[u32]) {
-        let log = self.media_log.as_mut().expect("checked by the caller");
-        for &from in moved_from {
-            let lba = self.map.lba_at(from);
-            let to = self.map.slot_of(lba);
-            let seq = self.map.seq_at(to);
-            log.push(MediaEvent::Moved { from, to, lba, seq });
-        }
     }
 
     /// Rebuilds a device from the out-of-band records a store scanned, in

@@ -2,21 +2,22 @@
 //! power-cut model (`crate::protect`).
 
 use super::{FtlError, GcMode, LebState, Origin, PowerEvent, Vsl};
+use crate::protect::PowerLog;
 use sim::Nanos;
 
 impl Vsl {
-    /// Starts recording [`PowerEvent`]s; drain them with
-    /// [`Vsl::drain_power_log`] after every call.
+    /// Starts recording [`PowerEvent`]s (a [`PowerLog`] observer); drain
+    /// them with [`Vsl::drain_power_log`] after every call.
     pub fn enable_power_log(&mut self) {
-        if self.power_log.is_none() {
-            self.power_log = Some(Vec::with_capacity(4 * self.spu as usize));
+        if !self.obs.has::<PowerLog>() {
+            self.add_observer(Box::new(PowerLog::with_capacity(4 * self.spu as usize)));
         }
     }
 
     /// Moves the recorded events, oldest first, into `out`.
     pub fn drain_power_log(&mut self, out: &mut Vec<PowerEvent>) {
-        if let Some(log) = self.power_log.as_mut() {
-            out.append(log);
+        if let Some(log) = self.obs.find_mut::<PowerLog>() {
+            log.drain(out);
         }
     }
 
@@ -77,12 +78,9 @@ impl Vsl {
         self.nand.advance(ready);
         self.make_room(ready, total)?;
         if total > 0 {
-            if let Some(log) = self.power_log.as_mut() {
+            if self.obs.on() {
                 let first = self.stats.host_sectors_written + 1;
-                log.push(PowerEvent::AtomicBegin {
-                    first,
-                    last: first + total - 1,
-                });
+                self.obs.each(|o| o.atomic_begin(first, first + total - 1));
             }
         }
         // The trims first: their notes carry the group, so they count only
@@ -107,8 +105,8 @@ impl Vsl {
         }
         self.stats.host_sectors_written += total;
         if total > 0 {
-            if let Some(log) = self.power_log.as_mut() {
-                log.push(PowerEvent::AtomicEnd);
+            if self.obs.on() {
+                self.obs.each(|o| o.atomic_end());
             }
             if self.cfg.gc_mode == GcMode::Paced {
                 self.pace(t, total);

@@ -723,7 +723,7 @@ impl Vsl {
         count: u64,
     ) -> Result<Nanos, FtlError> {
         // With a data store attached (media log on) only writes relocate.
-        self.rel_before_io(ready, None, self.media_log.is_none());
+        self.rel_before_io(ready, None, !self.obs.has::<super::MediaLog>());
         let mut r = self.rel.take().expect("checked by the caller");
         let sector = self.cfg.sector_bytes as u64;
         let mut done = ready;
