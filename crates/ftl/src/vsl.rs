@@ -1,17 +1,18 @@
 use nand::{CellTiming, Geometry, NandArray, ReadPolicy};
 use serde::Serialize;
-use sim::{Nanos, Prng};
-use std::collections::VecDeque;
+use sim::Nanos;
 
 use blocks::BlockManager;
 pub(crate) use blocks::LebState;
 use buffer::WriteBuffer;
-use mapping::Mapping;
+use gc::{Gc, Victim};
+use mapping::{Mapping, UnitRuns};
 
 mod atomic;
 mod blocks;
 mod buffer;
 mod flashback;
+mod gc;
 mod mapping;
 mod media;
 mod observer;
@@ -276,24 +277,6 @@ enum Origin {
     Moved(u32),
 }
 
-/// The erase unit paced GC is collecting.
-#[derive(Copy, Clone, Debug)]
-struct Victim {
-    leb: u32,
-    /// Next slot (within the unit) to look at.
-    next: u32,
-    /// Write unit whose valid sectors were last read, and when the read
-    /// completes.
-    read_unit: u32,
-    read_done: Nanos,
-    /// Next write unit of the victim whose read is not issued yet: reads
-    /// run one unit per bank ahead of the moves, as the controller
-    /// pipelines them.
-    ahead: u32,
-    /// Moves per reclaimed slot when it was chosen: valid / invalid.
-    ratio: f64,
-}
-
 /// One ioMemory device's flash translation layer with its NAND.
 pub struct Vsl {
     cfg: FtlConfig,
@@ -304,25 +287,10 @@ pub struct Vsl {
     map: Mapping,
     /// Unit states, the free pool, the frontier, close order, GC group.
     blocks: BlockManager,
-    /// Picks GC victims ([`VictimPolicy`]), drawing from `gc_prng`.
-    policy: Box<dyn VictimPolicy>,
-    gc_prng: Prng,
+    /// GC's state: victim policy, the unit being collected, pace and budget.
+    gc: Gc,
     /// The power-cut-protected write buffer.
     buffer: WriteBuffer,
-    /// Scratch: read completion per write unit of the GC victim.
-    gc_read_done: Vec<Nanos>,
-    /// Paced GC: reads issued ahead, (unit of the victim, completion).
-    gc_reads: VecDeque<(u32, Nanos)>,
-    /// Scratch: valid slots of the GC victim.
-    gc_valid: Vec<u32>,
-    /// Paced GC: the unit being collected, and moves owed to the pace.
-    victim: Option<Victim>,
-    gc_debt: f64,
-    /// Background moves the groomer's budget allows now, the budget's rate
-    /// (moves per ns) and when it was last topped up.
-    gc_allowance: f64,
-    gc_moves_per_ns: f64,
-    gc_budget_at: Nanos,
     /// Whatever mirrors the media ([`MediaObserver`]): the attached card's
     /// store, the power-cut model. None installed (the default) costs one
     /// branch per event.
@@ -411,17 +379,15 @@ impl Vsl {
             nand,
             map: Mapping::new(cfg.user_sectors, lebs, spl, spu, cfg.track_sequence),
             blocks: BlockManager::new(lebs, cfg.usable_lebs(), spl, spu, cfg.gc_stall_lebs),
-            policy: cfg.gc_policy.build(),
-            gc_prng: Prng::from_seed(cfg.gc_seed),
+            gc: Gc::new(
+                cfg.gc_policy.build(),
+                cfg.gc_seed,
+                g.units_per_leb(),
+                g.banks,
+                spl,
+                cfg.gc_share * move_capacity_per_ns(&cfg),
+            ),
             buffer: WriteBuffer::new(buffer_cap, spu),
-            gc_read_done: Vec::with_capacity(g.units_per_leb() as usize),
-            gc_reads: VecDeque::with_capacity(g.banks as usize + 1),
-            gc_valid: Vec::with_capacity(spl as usize),
-            victim: None,
-            gc_debt: 0.0,
-            gc_allowance: 0.0,
-            gc_moves_per_ns: cfg.gc_share * move_capacity_per_ns(&cfg),
-            gc_budget_at: Nanos::ZERO,
             obs: Observers::default(),
             rel: None,
             pools: None,
@@ -430,7 +396,7 @@ impl Vsl {
             cfg,
             stats: FtlStats::default(),
         };
-        if vsl.policy.needs_close_order() {
+        if vsl.gc.needs_close_order() {
             vsl.blocks.keep_close_order(true);
         }
         Ok(vsl)
@@ -443,12 +409,12 @@ impl Vsl {
     /// closed before as closed at the same time (sequence 0).
     pub fn set_victim_policy(&mut self, policy: Box<dyn VictimPolicy>) {
         self.blocks.keep_close_order(policy.needs_close_order());
-        self.policy = policy;
+        self.gc.set_policy(policy);
     }
 
     /// The name of the GC victim policy in use ([`VictimPolicy::name`]).
     pub fn victim_policy_name(&self) -> String {
-        self.policy.name()
+        self.gc.policy_name()
     }
 
     pub fn config(&self) -> &FtlConfig {
@@ -492,13 +458,6 @@ impl Vsl {
             + self.pools.as_ref().map_or(0, |p| p.ram_bytes())
     }
 
-    /// The run of mapped sectors from `i` (before `end`) that lie in one
-    /// write unit: that unit and the run's length; `None` if `i` is unmapped.
-    #[inline]
-    pub(crate) fn unit_run(&self, i: u64, end: u64) -> Option<(u32, u64)> {
-        self.map.unit_run(i, end)
-    }
-
     fn check_range(&self, start: u64, count: u64) -> Result<(), FtlError> {
         let cap = self.cfg.user_sectors;
         if count == 0 || start >= cap || count > cap - start {
@@ -529,6 +488,25 @@ impl Vsl {
             self.collect_one(ready);
         }
         let paced = self.cfg.gc_mode == GcMode::Paced;
+        let first_seq = self.stats.host_sectors_written + 1;
+        let t = self.place_host(ready, start, count, first_seq, paced);
+        self.stats.host_sectors_written += count;
+        Ok(t)
+    }
+
+    /// Places host sectors `start..start + count`, sequence numbers from
+    /// `first_seq` on, one write unit's worth at a time through the write
+    /// buffer, the data ready at `ready`; with `paced`, paced GC does its
+    /// share after each chunk. Returns when the last chunk was admitted.
+    /// The one placement loop of host writes, plain and atomic.
+    fn place_host(
+        &mut self,
+        ready: Nanos,
+        start: u64,
+        count: u64,
+        first_seq: u64,
+        paced: bool,
+    ) -> Nanos {
         let mut t = ready;
         let mut lba = start;
         let end = start + count;
@@ -536,16 +514,14 @@ impl Vsl {
             let chunk = (end - lba).min(self.spu as u64);
             t = self.admit(t, chunk);
             for l in lba..lba + chunk {
-                let seq = self.stats.host_sectors_written + (l - start) + 1;
-                self.place(t, l as u32, Origin::Host(seq));
+                self.place(t, l as u32, Origin::Host(first_seq + (l - start)));
             }
             if paced {
                 self.pace(t, chunk);
             }
             lba += chunk;
         }
-        self.stats.host_sectors_written += count;
-        Ok(t)
+        t
     }
 
     /// Reads `count` sectors from `start`, starting at `ready`. Returns when
@@ -558,19 +534,13 @@ impl Vsl {
         }
         let mut done = ready;
         let open_unit = self.open_unit_id();
-        let mut i = start;
-        let end = start + count;
-        while i < end {
-            let Some((unit, n)) = self.unit_run(i, end) else {
-                i += 1;
-                continue;
-            };
+        let mut runs = UnitRuns::new(start, start + count);
+        while let Some((_, n, unit)) = runs.next(&self.map) {
             if Some(unit) != open_unit && !self.parked_open(unit) {
                 let bank = self.bank_of_unit(unit);
                 let bytes = n * self.cfg.sector_bytes as u64;
                 done = done.max(self.nand.read_unit(ready, bank, bytes));
             }
-            i += n;
         }
         self.stats.host_sectors_read += count;
         Ok(done)
@@ -784,11 +754,11 @@ impl Vsl {
             units.pool = p.leb_stream();
             units.only = only;
         }
-        let leb = self.policy.select(&units, &mut self.gc_prng)?;
+        let leb = self.gc.select(&units)?;
         assert!(
             units.get(leb).is_some(),
             "GC policy {} chose unit {leb}, which is no candidate (closed, a slot stale)",
-            self.policy.name()
+            self.gc.policy_name()
         );
         Some(leb)
     }
@@ -823,10 +793,7 @@ impl Vsl {
         let base = victim * self.spl;
         let sector = self.cfg.sector_bytes as u64;
         let units = self.cfg.geometry.units_per_leb();
-        let mut ready = std::mem::take(&mut self.gc_read_done);
-        let mut valid = std::mem::take(&mut self.gc_valid);
-        ready.clear();
-        valid.clear();
+        let (mut ready, mut valid) = self.gc.take_scratch();
         // Pass 1: find the valid slots of each unit and issue its read.
         for unit in 0..units {
             let first = base + unit * self.spu;
@@ -853,8 +820,7 @@ impl Vsl {
                 self.notify_moved(from);
             }
         }
-        self.gc_valid = valid;
-        self.gc_read_done = ready;
+        self.gc.return_scratch(ready, valid);
         assert_eq!(self.map.valid(victim), 0, "victim still holds data");
         let done = self.nand.erase_leb(t, victim);
         if self.rel.is_some() {
@@ -899,32 +865,25 @@ impl Vsl {
         let high = self.cfg.gc_background_lebs as f64;
         let low = self.cfg.gc_reserve_lebs as f64;
         let burst = (self.spu * self.cfg.geometry.banks) as f64;
-        if t > self.gc_budget_at {
-            let dt = (t - self.gc_budget_at).0 as f64;
-            self.gc_allowance = (self.gc_allowance + dt * self.gc_moves_per_ns).min(burst);
-            self.gc_budget_at = t;
-        }
+        self.gc.top_up(t, burst);
         let free = self.free_space_lebs();
         if free >= high {
-            self.gc_debt = 0.0;
+            self.gc.clear_debt();
             return;
         }
-        if self.victim.is_none() && !self.start_victim() {
+        if !self.gc.collecting() && !self.start_victim() {
             return;
         }
-        let ratio = self.victim.map_or(0.0, |v| v.ratio);
+        let ratio = self.gc.victim().map_or(0.0, |v| v.ratio);
         let urgency = 2.0 * (high - free) / (high - low);
-        self.gc_debt = (self.gc_debt + ratio * urgency * host as f64).min(burst);
-        let owed = self.gc_debt.min(self.gc_allowance).floor();
-        self.gc_debt -= owed;
-        self.gc_allowance -= owed;
-        for _ in 0..owed as u64 {
+        let owed = self.gc.owe(ratio * urgency * host as f64, burst);
+        for _ in 0..owed {
             if self.pools.is_some() {
                 // The check below is about the frontier the moves fill.
-                if self.victim.is_none() && !self.start_victim() {
+                if !self.gc.collecting() && !self.start_victim() {
                     break;
                 }
-                let leb = self.victim.map_or(0, |v| v.leb);
+                let leb = self.gc.victim().map_or(0, |v| v.leb);
                 let s = self.pools.as_ref().map_or(0, |p| p.stream_of(leb));
                 self.switch_stream(s);
             }
@@ -935,7 +894,7 @@ impl Vsl {
             if full && self.pool_free_after_open() <= stall_at {
                 break;
             }
-            if self.victim.is_none() && !self.start_victim() {
+            if !self.gc.collecting() && !self.start_victim() {
                 break;
             }
             self.gc_step(t);
@@ -952,30 +911,30 @@ impl Vsl {
             return false;
         }
         self.stats.gc_runs += 1;
-        self.gc_reads.clear();
+        self.gc.clear_reads();
         self.blocks.mark_victim(leb);
-        self.victim = Some(Victim {
+        self.gc.set_victim(Some(Victim {
             leb,
             next: 0,
             read_unit: u32::MAX,
             read_done: Nanos::ZERO,
             ahead: 0,
             ratio: valid as f64 / (self.spl - valid) as f64,
-        });
+        }));
         true
     }
 
     /// Collects the unit being collected (or a new one) to the end, in the
     /// foreground: the host waits for it (stop-the-world, one unit).
     fn finish_victim(&mut self, t: Nanos) {
-        if self.victim.is_none() && !self.start_victim() {
+        if !self.gc.collecting() && !self.start_victim() {
             // Nothing can be reclaimed: the legacy path reports why.
             self.select_victim();
             return;
         }
-        let leb = self.victim.map(|v| v.leb);
+        let leb = self.gc.victim().map(|v| v.leb);
         let mut steps = 0u64;
-        while self.victim.map(|v| v.leb) == leb {
+        while self.gc.victim().map(|v| v.leb) == leb {
             steps += 1;
             assert!(steps <= self.spl as u64 + 1, "GC makes no progress");
             self.gc_step(t);
@@ -986,7 +945,7 @@ impl Vsl {
     /// sector (reading that sector's write unit first, once), or erases it
     /// when none is left.
     fn gc_step(&mut self, t: Nanos) {
-        let mut v = self.victim.expect("a unit is being collected");
+        let mut v = self.gc.victim().expect("a unit is being collected");
         let base = v.leb * self.spl;
         let Some(psa) = self.map.next_valid(base + v.next, base + self.spl) else {
             assert_eq!(self.map.valid(v.leb), 0, "victim still holds data");
@@ -1006,7 +965,7 @@ impl Vsl {
             }
             self.notify_erased(v.leb, done);
             self.blocks.erased_into_group(v.leb);
-            self.victim = None;
+            self.gc.set_victim(None);
             if release {
                 self.release_gc_group();
             }
@@ -1019,7 +978,7 @@ impl Vsl {
             if v.ahead <= unit {
                 // Moves skipped past the read-ahead (units emptied by host
                 // overwrites): restart it here.
-                self.gc_reads.clear();
+                self.gc.clear_reads();
                 v.ahead = unit;
             }
             while v.ahead < units && v.ahead <= unit + banks {
@@ -1029,21 +988,15 @@ impl Vsl {
                     let done =
                         self.nand
                             .read_unit(t, v.ahead % banks, n * self.cfg.sector_bytes as u64);
-                    self.gc_reads.push_back((v.ahead, done));
+                    self.gc.push_read(v.ahead, done);
                 }
                 v.ahead += 1;
             }
-            while self.gc_reads.front().is_some_and(|&(u, _)| u < unit) {
-                self.gc_reads.pop_front();
-            }
-            v.read_done = match self.gc_reads.front() {
-                Some(&(u, done)) if u == unit => done,
-                _ => t,
-            };
+            v.read_done = self.gc.read_of(unit).unwrap_or(t);
             v.read_unit = unit;
         }
         v.next = psa - base + 1;
-        self.victim = Some(v);
+        self.gc.set_victim(Some(v));
         // The map entry a move rewrites is a random access: start loading
         // the one `GC_PREFETCH` slots ahead (stale slots prefetch harmlessly).
         self.map.prefetch_entry_of_slot(psa + GC_PREFETCH);

@@ -1,7 +1,7 @@
 //! Atomic vectored writes (the card's native API) and the hooks of the
 //! power-cut model (`crate::protect`).
 
-use super::{FtlError, GcMode, LebState, Origin, PowerEvent, Vsl};
+use super::{FtlError, GcMode, LebState, PowerEvent, Vsl};
 use crate::protect::PowerLog;
 use sim::Nanos;
 
@@ -88,20 +88,12 @@ impl Vsl {
         for &(start, count) in trims {
             self.trim(start, count)?;
         }
+        // No GC while the group is placed: `make_room` made its space.
         let mut t = ready;
         let mut seq = self.stats.host_sectors_written;
         for &(start, count) in writes {
-            let mut lba = start;
-            let end = start + count;
-            while lba < end {
-                let chunk = (end - lba).min(self.spu as u64);
-                t = self.admit(t, chunk);
-                for l in lba..lba + chunk {
-                    seq += 1;
-                    self.place(t, l as u32, Origin::Host(seq));
-                }
-                lba += chunk;
-            }
+            t = self.place_host(t, start, count, seq + 1, false);
+            seq += count;
         }
         self.stats.host_sectors_written += total;
         if total > 0 {
@@ -123,7 +115,7 @@ impl Vsl {
         let mut rounds = 0u32;
         while self.blocks.free_len() < want {
             rounds += 1;
-            let reclaimable = self.victim.is_some()
+            let reclaimable = self.gc.collecting()
                 || self
                     .blocks
                     .states()
@@ -143,7 +135,7 @@ impl Vsl {
             match self.cfg.gc_mode {
                 GcMode::Legacy => self.collect_one(t),
                 GcMode::Paced => {
-                    if self.victim.is_none() && !self.start_victim() {
+                    if !self.gc.collecting() && !self.start_victim() {
                         return Err(FtlError::Atomic(format!(
                             "no room for {sectors} sectors: nothing to collect"
                         )));

@@ -730,13 +730,8 @@ impl Vsl {
         let open_unit = self.open_unit_id();
         let mut lost_in_read = 0u64;
         let mut first_lost = None;
-        let mut i = start;
-        let end = start + count;
-        while i < end {
-            let Some((unit, n)) = self.unit_run(i, end) else {
-                i += 1;
-                continue;
-            };
+        let mut runs = super::UnitRuns::new(start, start + count);
+        while let Some((i, n, unit)) = runs.next(&self.map) {
             let upl = self.cfg.geometry.units_per_leb();
             let leb = unit / upl;
             let bank = self.bank_of_unit(unit);
@@ -823,7 +818,6 @@ impl Vsl {
                     }
                 }
             }
-            i += n;
         }
         r.stats.read_errors += (lost_in_read > 0) as u64;
         self.rel = Some(r);

@@ -311,3 +311,35 @@ impl Mapping {
         }
     }
 }
+
+/// Walks the mapped runs of a logical range (each as
+/// [`Mapping::unit_run`] gives it), skipping unmapped sectors: the read
+/// loop, written once for plain reads and reads with Flashback. A cursor
+/// rather than an iterator, so the loop body may change the rest of the
+/// VSL between runs.
+pub(super) struct UnitRuns {
+    i: u64,
+    end: u64,
+}
+
+impl UnitRuns {
+    pub(super) fn new(start: u64, end: u64) -> UnitRuns {
+        UnitRuns { i: start, end }
+    }
+
+    /// The next run: (first logical sector, sectors, write unit).
+    #[inline]
+    pub(super) fn next(&mut self, map: &Mapping) -> Option<(u64, u64, u32)> {
+        while self.i < self.end {
+            match map.unit_run(self.i, self.end) {
+                None => self.i += 1,
+                Some((unit, n)) => {
+                    let i = self.i;
+                    self.i += n;
+                    return Some((i, n, unit));
+                }
+            }
+        }
+        None
+    }
+}
