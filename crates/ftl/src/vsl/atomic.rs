@@ -77,11 +77,9 @@ impl Vsl {
         }
         self.nand.advance(ready);
         self.make_room(ready, total)?;
-        if total > 0 {
-            if self.obs.on() {
-                let first = self.stats.host_sectors_written + 1;
-                self.obs.each(|o| o.atomic_begin(first, first + total - 1));
-            }
+        if total > 0 && self.obs.on() {
+            let first = self.stats.host_sectors_written + 1;
+            self.obs.each(|o| o.atomic_begin(first, first + total - 1));
         }
         // The trims first: their notes carry the group, so they count only
         // if the group's last sector reaches the media.
