@@ -24,6 +24,8 @@ command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 # vsl serve's browser test (crates/web): headless Chromium driven over CDP.
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+# vsl pts --pdf's test reads the printed PDFs (pdfinfo, pdftotext).
+command -v pdftotext >/dev/null 2>&1 || need_apt+=(poppler-utils)
 # bench/attach_model.sh: sysbench fileio on ext4 on the attached card.
 command -v sysbench >/dev/null 2>&1 || need_apt+=(sysbench)
 # bench/sysbench_oltp.sh: sysbench OLTP against MariaDB on the attached card.

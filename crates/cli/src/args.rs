@@ -380,6 +380,14 @@ pub struct ValidateArgs {
     /// each row marked calibrated or predicted.
     #[arg(long, value_name = "PRESETS")]
     pub datasheet: Option<String>,
+    /// Which table: stock (SYSTEM.md §4), hp (§4b, the high-performance
+    /// format) or both.
+    #[arg(long, default_value = "both", value_parser = ["stock", "hp", "both"])]
+    pub format: String,
+    /// The card: the built-in iodrive-duo-640-mlc or a preset file (PATH.toml)
+    /// fitted to it.
+    #[arg(long, default_value = "iodrive-duo-640-mlc")]
+    pub device: String,
 }
 
 #[derive(Args, Debug)]

@@ -324,11 +324,7 @@ fn iops_sections(rs: &[&TestResult], out: &Path) -> Result<Vec<Section>> {
             heatmap_svg(&r.target, &sizes, &mixes, &get),
         )
         .with_context(|| format!("cannot write {name}"))?;
-        let _ = writeln!(
-            heat,
-            "Heat map of {}: {name} (in this directory).",
-            r.target
-        );
+        let _ = writeln!(heat, "Heat map of {}: {name} (below).", r.target);
     }
     s.text = format!(
         "Random I/O, R/W mixes 100/0 … 0/100 × block sizes 1024 KiB … 0.5 KiB, each point one round-time per round, the tracking variable 4 KiB 100 % write IOPS. The 3-D surface is drawn as the 2-D plot (IOPS by block size, a line per mix, log scale) and as a heat map.\n\n{heat}"
@@ -801,6 +797,9 @@ pub fn render(
         let review = test_review(t, setup, plan, &rs, &dir)?;
         let rendered = report::render(&review, &dir)
             .with_context(|| format!("cannot render the {} page", t.name()))?;
+        if t == PtsTest::Iops {
+            embed_heatmaps(&rendered.index_html, &rs)?;
+        }
         pages.push(rendered.index_html);
         let status: Vec<String> = rs
             .iter()
@@ -837,14 +836,64 @@ pub fn render(
         }
         sheet.push_str("</table>");
     }
+    let csv = CSV_FILES
+        .iter()
+        .map(|f| format!("<a href='csv-all/{f}'>{f}</a>"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let index = format!(
         "<!doctype html><html><head><meta charset='utf-8'><title>SNIA PTS report</title>\
 <style>body{{font-family:sans-serif;max-width:70em;margin:2em auto}}td,th{{border:1px solid #ccc;padding:.2em .5em;text-align:left}}table{{border-collapse:collapse;margin-bottom:1em}}</style>\
-</head><body><h1>SNIA PTS-{} report</h1><p>One page per test; every number in <a href='results.json'>results.json</a> and <a href='csv-all/'>csv-all/</a>.</p><ul>{links}</ul><h2>Test set-up sheet</h2>{sheet}</body></html>",
+</head><body><h1>SNIA PTS-{} report</h1><p>One page per test; every number in <a href='results.json'>results.json</a> and CSV: {csv}.</p><ul>{links}</ul><h2>Test set-up sheet</h2>{sheet}</body></html>",
         if plan.class.active_range() < 1.0 { "C" } else { "E" }
     );
     std::fs::write(out.join("index.html"), index).context("cannot write index.html")?;
     Ok(pages)
+}
+
+/// The files of OUT/csv-all/ ([`write_csv`]).
+const CSV_FILES: [&str; 5] = [
+    "rounds.csv",
+    "window.csv",
+    "steady.csv",
+    "timeline.csv",
+    "histograms.csv",
+];
+
+/// Puts the IOPS heat maps (SVG files next to the page) into the page,
+/// after the paragraph that names them: the report renderer's sections
+/// carry charts it draws itself, not images.
+fn embed_heatmaps(page: &Path, rs: &[&TestResult]) -> Result<()> {
+    let mut text =
+        std::fs::read_to_string(page).with_context(|| format!("cannot read {}", page.display()))?;
+    let names: Vec<(String, &str)> = rs
+        .iter()
+        .filter(|r| !r.window.is_empty())
+        .map(|r| {
+            (
+                format!("heatmap-{}.svg", report::slug(&r.target)),
+                r.target.as_str(),
+            )
+        })
+        .collect();
+    let Some((last, _)) = names.last() else {
+        return Ok(());
+    };
+    let at = text
+        .find(last.as_str())
+        .and_then(|i| text[i..].find("</p>").map(|j| i + j + "</p>".len()))
+        .ok_or_else(|| anyhow::anyhow!("{}: no heat map paragraph", page.display()))?;
+    let mut figs = String::from("\n<div class=\"charts\">\n");
+    for (name, target) in &names {
+        let _ = writeln!(
+            figs,
+            "<figure><img src=\"{name}\" alt=\"{0}: IOPS heat map\"><figcaption>{0}: IOPS heat map, block size × R/W mix</figcaption></figure>",
+            html(target)
+        );
+    }
+    figs.push_str("</div>");
+    text.insert_str(at, &figs);
+    std::fs::write(page, text).with_context(|| format!("cannot write {}", page.display()))
 }
 
 fn html(s: &str) -> String {

@@ -237,7 +237,12 @@ fn loop_device(dir: &Path, test: &str) -> Option<String> {
         Some("not root")
     } else if !Path::new("/dev/loop-control").exists() || !have("losetup") {
         Some("no loop devices or losetup")
-    } else if !have("mkfs.ext4") {
+    } else if !Command::new("mkfs.ext4")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        // (mkfs.ext4 has no --version: -V.)
         Some("no mkfs.ext4")
     } else {
         None
@@ -310,5 +315,170 @@ fn purge_refuses_a_mounted_device_and_asks_off_a_terminal() {
         eprintln!("\n!!!!! SKIPPED the mounted case: mkfs.ext4 or mount failed !!!!!\n");
     }
     let _ = Command::new("losetup").args(["-d", &dev]).status();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A real block device with 4096-byte logical sectors (a loop device made
+/// with `losetup --sector-size 4096`): a 512-byte block size is refused in
+/// one line before the purge, and the device's bytes are left as they were.
+#[test]
+fn real_4k_sector_device_refuses_512_byte_blocks_before_any_io() {
+    let test = "real_4k_sector_device_refuses_512_byte_blocks";
+    let dir = tmp("loop4k");
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout == b"0\n");
+    if !root || !Path::new("/dev/loop-control").exists() || !have("losetup") {
+        eprintln!("\n!!!!! SKIPPED {test}: not root, or no loop devices or losetup !!!!!\n");
+        return;
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let img = dir.join("img");
+    // A recognisable pattern the purge would destroy.
+    let pattern: Vec<u8> = (0..(96u32 << 20)).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&img, &pattern).unwrap();
+    let o = Command::new("losetup")
+        .args(["-f", "--show", "--sector-size", "4096"])
+        .arg(&img)
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        eprintln!(
+            "\n!!!!! SKIPPED {test}: losetup --sector-size 4096 failed: {} !!!!!\n",
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+        return;
+    }
+    let dev = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let sector = std::fs::read_to_string(format!(
+        "/sys/class/block/{}/queue/logical_block_size",
+        dev.trim_start_matches("/dev/")
+    ))
+    .unwrap_or_default();
+    let out = dir.join("out");
+    let target = format!("blockdev:{dev}");
+    let result = std::panic::catch_unwind(|| {
+        assert_eq!(sector.trim(), "4096", "{dev}: logical block size");
+        fails_in_one_line(
+            &[
+                "pts",
+                "--test",
+                "iops",
+                "--target",
+                &target,
+                "--block-sizes",
+                "4k,512",
+                "-y",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            "block size 512 bytes is not a multiple of the target's 4096-byte sector",
+            &out,
+        );
+    });
+    let _ = Command::new("losetup").args(["-d", &dev]).status();
+    let after = std::fs::read(&img).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+    assert!(after == pattern, "the device was written to");
+}
+
+/// `--test all` end to end on a real file (wall time, short): every test
+/// runs without error, each records the purge that ran (punch-hole), and
+/// the set-up sheet names the kernel and the tool versions.
+#[test]
+fn all_tests_on_a_real_file_record_their_purge_and_set_up() {
+    let dir = tmp("all");
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = format!("file:{}:64M", dir.join("target").display());
+    let out = dir.join("out");
+    let o = vsl(&[
+        "pts",
+        "--test",
+        "all",
+        "--target",
+        &spec,
+        "--round-time",
+        "20ms",
+        "--max-rounds",
+        "2",
+        "--time-factor",
+        "0.00005",
+        "--hir-cycles",
+        "1",
+        "--dirth-threads",
+        "1,4",
+        "--dirth-qd",
+        "1,8",
+        "--wsat-capacity",
+        "1",
+        "--block-sizes",
+        "4k,128k",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    if err.contains("O_DIRECT") {
+        eprintln!("\n!!!!! SKIPPED all_tests_on_a_real_file: {err} !!!!!\n");
+        return;
+    }
+    assert!(o.status.success(), "{err}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let names: Vec<&str> = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["test"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "iops",
+            "throughput",
+            "latency",
+            "wsat",
+            "hir",
+            "xsr",
+            "dirth",
+            "ecw"
+        ]
+    );
+    for r in doc["results"].as_array().unwrap() {
+        assert!(r["error"].is_null(), "{}: {}", r["test"], r["error"]);
+        let purge = r["purge"].as_array().unwrap();
+        assert!(
+            !purge.is_empty()
+                && purge
+                    .iter()
+                    .all(|p| p.as_str().unwrap().contains("punch-hole")),
+            "{}: purge {purge:?}",
+            r["test"]
+        );
+        let page =
+            std::fs::read_to_string(out.join(r["test"].as_str().unwrap()).join("index.html"))
+                .unwrap();
+        assert!(
+            page.contains("punch-hole"),
+            "{}: purge not on the page",
+            r["test"]
+        );
+    }
+    let setup = &doc["setup"];
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(setup["kernel"].as_str().unwrap(), kernel.trim());
+    for k in ["fio", "blkdiscard", "os", "cpu", "machine_load", "command"] {
+        assert!(
+            !setup[k].as_str().unwrap().is_empty(),
+            "set-up sheet: {k} empty"
+        );
+    }
+    assert_eq!(setup["targets"][0]["time"], "wall");
+    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(index.contains("Test set-up sheet") && index.contains(kernel.trim()));
     let _ = std::fs::remove_dir_all(&dir);
 }

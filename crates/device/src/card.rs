@@ -275,6 +275,7 @@ impl CardConfig {
             gc_background_lebs: v.gc_background_lebs * k,
             gc_stall_lebs: k,
             gc_share: v.gc_share,
+            gc_idle_fraction: v.idle_groom_fraction,
             read_policy: ReadPolicy {
                 priority: self.read_priority,
                 suspend_ns: self.suspend_ns,
@@ -332,6 +333,9 @@ pub struct Member {
     link_bps: u64,
     host_read_ns: u64,
     host_write_ns: u64,
+    /// GC moves hold the write data path ([`Preset::gc_datapath`]): the
+    /// time one moved sector holds it (read plus write transfer), 0 if not.
+    move_ns: u64,
 }
 
 impl Member {
@@ -344,6 +348,12 @@ impl Member {
     ) -> Result<Member, DeviceError> {
         let (cmd_read_ns, cmd_write_ns) = preset.command_ns();
         let (read_bps, write_bps) = preset.datapath_bytes_per_s();
+        let move_ns = if preset.gc_datapath {
+            let sector = cfg.sector_bytes as u64;
+            (Nanos::for_bytes(sector, read_bps) + Nanos::for_bytes(sector, write_bps)).0
+        } else {
+            0
+        };
         let health = Health::new(&cfg, env, preset, id, write_bps);
         let cycles = cfg.timing.endurance_cycles;
         let mut vsl = Vsl::new(cfg)?;
@@ -367,6 +377,7 @@ impl Member {
             link_bps: preset.link_bytes_per_s,
             host_read_ns: preset.host_read_ns,
             host_write_ns: preset.host_write_ns,
+            move_ns,
         })
     }
 
@@ -374,6 +385,16 @@ impl Member {
     /// its processing time and its data transfer.
     fn pipeline(cmd_ns: u64, bytes: u64, bps: u64) -> Nanos {
         Nanos(cmd_ns).max(Nanos::for_bytes(bytes, bps))
+    }
+
+    /// Charges the GC moves made since the FTL had moved `moved0` sectors to
+    /// the write data path at `t0`, ahead of the host write that paced them.
+    #[inline]
+    fn charge_moves(&mut self, t0: Nanos, moved0: u64) {
+        let moved = self.vsl.gc_sectors_moved() - moved0;
+        if moved > 0 && self.move_ns > 0 {
+            self.ctrl_write.reserve(t0, Nanos(moved * self.move_ns));
+        }
     }
 
     /// Refuses what the device cannot do in its health state: anything
@@ -423,7 +444,10 @@ impl Member {
         let sectors: u64 = writes.iter().map(|w| w.1).sum();
         let bytes = sectors * self.vsl.sector_bytes() as u64;
         let t0 = now + Nanos(self.host_write_ns);
-        let done = self.vsl.atomic_write(t0, writes, trims).map(|admitted| {
+        let moved0 = self.vsl.gc_sectors_moved();
+        let done = self.vsl.atomic_write(t0, writes, trims);
+        self.charge_moves(t0, moved0);
+        let done = done.map(|admitted| {
             let admitted = self.health.throttle_write(admitted, bytes);
             let (_, done) = self.ctrl_write.reserve(
                 admitted,
@@ -454,7 +478,9 @@ impl Member {
             }
             IoKind::Write => {
                 let t0 = now + Nanos(self.host_write_ns);
+                let moved0 = self.vsl.gc_sectors_moved();
                 let admitted = self.vsl.write(t0, lba, sectors)?;
+                self.charge_moves(t0, moved0);
                 let admitted = self.health.throttle_write(admitted, bytes);
                 let (_, done) = self.ctrl_write.reserve(
                     admitted,

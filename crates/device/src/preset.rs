@@ -42,6 +42,11 @@ pub struct Preset {
     /// The controllers compress data before writing it (SandForce
     /// DuraWrite): compressible data takes less NAND and bus time.
     pub compression: bool,
+    /// GC moves pass through the controller's data path (Fusion-io's
+    /// "garbage collector bypass" from the read into the write pipeline):
+    /// each moved sector holds the write data path for its read and its
+    /// write transfer, in turn with the host's writes.
+    pub gc_datapath: bool,
     /// Where the data-sheet figures come from.
     pub source: &'static str,
     /// The card has no external power cable and its controllers keep it
@@ -77,6 +82,9 @@ pub struct VslParams {
     pub gc_background_lebs: u32,
     /// Share of the array's move capacity the paced groomer may use.
     pub gc_share: f64,
+    /// Idle grooming: the share of the spare erase units (above the high
+    /// watermark) the groomer frees while the host is idle; 0 = off.
+    pub idle_groom_fraction: f64,
     /// Power-cut-protected write buffer, in write units.
     pub buffer_units: u64,
     /// Erase-count spread that triggers static wear levelling.
@@ -95,6 +103,7 @@ impl VslParams {
         gc_reserve_lebs: 2,
         gc_background_lebs: 4,
         gc_share: 0.5,
+        idle_groom_fraction: 0.0,
         buffer_units: 16,
         wear_level_spread: 64,
         read_priority: true,

@@ -160,6 +160,8 @@ pub struct ControllerFile {
     pub host_ftl: bool,
     /// The controllers compress data (SandForce DuraWrite).
     pub compression: bool,
+    /// GC moves pass through the controller's data path.
+    pub gc_datapath: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -238,12 +240,14 @@ pub const SOURCED_FIELDS: &[&str] = &[
     "controller.link_bytes_per_s",
     "controller.host_ftl",
     "controller.compression",
+    "controller.gc_datapath",
     "host.read_ns",
     "host.write_ns",
     "vsl.reserved_fraction",
     "vsl.gc_reserve_lebs",
     "vsl.gc_background_lebs",
     "vsl.gc_share",
+    "vsl.idle_groom_fraction",
     "vsl.buffer_units",
     "vsl.wear_level_spread",
     "vsl.read_priority",
@@ -412,6 +416,7 @@ impl PresetFile {
             host_write_ns: self.host.write_ns,
             host_ftl: self.controller.host_ftl,
             compression: self.controller.compression,
+            gc_datapath: self.controller.gc_datapath,
             source: leak(self.source),
             slot_powered: self.power.slot_powered,
             cooling_share: self.power.cooling_share,
@@ -458,6 +463,7 @@ impl PresetFile {
                 link_bytes_per_s: p.link_bytes_per_s,
                 host_ftl: p.host_ftl,
                 compression: p.compression,
+                gc_datapath: p.gc_datapath,
             },
             host: HostFile {
                 read_ns: p.host_read_ns,
@@ -488,6 +494,12 @@ impl VslParams {
             256,
         )?;
         c.float("vsl.gc_share", self.gc_share, 0.01, 1.0)?;
+        c.float(
+            "vsl.idle_groom_fraction",
+            self.idle_groom_fraction,
+            0.0,
+            1.0,
+        )?;
         c.int("vsl.buffer_units", self.buffer_units, 1, 4096)?;
         c.int(
             "vsl.wear_level_spread",

@@ -106,6 +106,11 @@ pub struct FtlConfig {
     /// time to read and reprogram a sector) the groomer may use in the
     /// background.
     pub gc_share: f64,
+    /// Paced GC while the host is idle: after a pause in host I/O the
+    /// groomer keeps collecting, at the array's whole move capacity, until
+    /// this fraction of the spare erase units (above the high watermark)
+    /// is free. 0 turns idle grooming off.
+    pub gc_idle_fraction: f64,
     /// How reads are ordered against queued programs and erases.
     pub read_policy: ReadPolicy,
     /// Erase-unit erases per charged block erase (1 unless the card is
@@ -153,6 +158,7 @@ impl FtlConfig {
             gc_reserve_lebs: 2,
             gc_background_lebs: 0,
             gc_share: 0.5,
+            gc_idle_fraction: 0.0,
             read_policy: ReadPolicy::FIFO,
             erase_batch: 1,
             gc_stall_lebs: 1,
@@ -213,6 +219,12 @@ impl FtlConfig {
         }
         if self.gc_mode == GcMode::Paced && self.gc_background_lebs <= self.gc_reserve_lebs {
             return c("paced GC needs its high watermark above the low one".into());
+        }
+        if !(0.0..=1.0).contains(&self.gc_idle_fraction) {
+            return c(format!(
+                "idle grooming fraction {} must be in [0, 1]",
+                self.gc_idle_fraction
+            ));
         }
         if !(self.gc_share >= 0.0 && self.gc_share.is_finite()) {
             return c(format!(
@@ -295,6 +307,10 @@ pub struct Vsl {
     /// store, the power-cut model. None installed (the default) costs one
     /// branch per event.
     obs: Observers,
+    /// Idle grooming: when host I/O was last seen, and the free space (in
+    /// erase units) the groomer works up to while the host is idle.
+    last_io_at: Nanos,
+    idle_target_lebs: f64,
     /// Flashback parity, die failures and media errors
     /// ([`Vsl::enable_reliability`]); `None` (the default) costs one branch
     /// per I/O, placed sector, programmed unit and erase.
@@ -389,6 +405,8 @@ impl Vsl {
             ),
             buffer: WriteBuffer::new(buffer_cap, spu),
             obs: Observers::default(),
+            last_io_at: Nanos::ZERO,
+            idle_target_lebs: idle_target_lebs(&cfg),
             rel: None,
             pools: None,
             spu,
@@ -429,9 +447,19 @@ impl Vsl {
     pub fn erase_counts(&self) -> &[u32] {
         self.nand.erase_counts()
     }
+    /// When the array's queued work (programs, erases, reads) is done.
+    pub fn busy_until(&self) -> Nanos {
+        self.nand.busy_until()
+    }
     /// Erases of erase unit `leb` so far.
     pub fn erase_count(&self, leb: u32) -> u32 {
         self.nand.erase_count(leb)
+    }
+    /// Sectors moved by GC so far (what [`Vsl::stats`] reports, without
+    /// the copy).
+    #[inline]
+    pub fn gc_sectors_moved(&self) -> u64 {
+        self.stats.gc_sectors_moved
     }
     pub fn stats(&self) -> FtlStats {
         let mut s = self.stats;
@@ -475,6 +503,9 @@ impl Vsl {
     /// buffer, i.e. when the write may be acknowledged.
     pub fn write(&mut self, ready: Nanos, start: u64, count: u64) -> Result<Nanos, FtlError> {
         self.check_range(start, count)?;
+        if self.cfg.gc_mode == GcMode::Paced && self.idle_target_lebs > 0.0 {
+            self.groom_idle(ready);
+        }
         self.nand.advance(ready);
         if self.rel.is_some() {
             self.rel_before_io(ready, Some((start, count)), true);
@@ -491,6 +522,7 @@ impl Vsl {
         let first_seq = self.stats.host_sectors_written + 1;
         let t = self.place_host(ready, start, count, first_seq, paced);
         self.stats.host_sectors_written += count;
+        self.last_io_at = self.last_io_at.max(t);
         Ok(t)
     }
 
@@ -529,6 +561,7 @@ impl Vsl {
     pub fn read(&mut self, ready: Nanos, start: u64, count: u64) -> Result<Nanos, FtlError> {
         self.check_range(start, count)?;
         self.nand.advance(ready);
+        self.last_io_at = self.last_io_at.max(ready);
         if self.rel.is_some() {
             return self.read_reliable(ready, start, count);
         }
@@ -878,26 +911,56 @@ impl Vsl {
         let urgency = 2.0 * (high - free) / (high - low);
         let owed = self.gc.owe(ratio * urgency * host as f64, burst);
         for _ in 0..owed {
-            if self.pools.is_some() {
-                // The check below is about the frontier the moves fill.
-                if !self.gc.collecting() && !self.start_victim() {
-                    break;
-                }
-                let leb = self.gc.victim().map_or(0, |v| v.leb);
-                let s = self.pools.as_ref().map_or(0, |p| p.stream_of(leb));
-                self.switch_stream(s);
-            }
-            // Paced moves never take the last reserved units: opening one
-            // is left to the host write that then runs foreground GC.
-            let full = self.blocks.frontier_full();
-            let stall_at = (self.cfg.gc_reserve_lebs - self.cfg.gc_stall_lebs) as usize;
-            if full && self.pool_free_after_open() <= stall_at {
+            if !self.paced_move(t) {
                 break;
             }
+        }
+    }
+
+    /// One background move (or the erase that ends a victim) at `t`; false
+    /// when none may be made now.
+    fn paced_move(&mut self, t: Nanos) -> bool {
+        if self.pools.is_some() {
+            // The check below is about the frontier the moves fill.
             if !self.gc.collecting() && !self.start_victim() {
-                break;
+                return false;
             }
-            self.gc_step(t);
+            let leb = self.gc.victim().map_or(0, |v| v.leb);
+            let s = self.pools.as_ref().map_or(0, |p| p.stream_of(leb));
+            self.switch_stream(s);
+        }
+        // Paced moves never take the last reserved units: opening one
+        // is left to the host write that then runs foreground GC.
+        let full = self.blocks.frontier_full();
+        let stall_at = (self.cfg.gc_reserve_lebs - self.cfg.gc_stall_lebs) as usize;
+        if full && self.pool_free_after_open() <= stall_at {
+            return false;
+        }
+        if !self.gc.collecting() && !self.start_victim() {
+            return false;
+        }
+        self.gc_step(t);
+        true
+    }
+
+    /// Grooming while the host was idle: from when the last host I/O and
+    /// the array's queued work were done until `now`, the groomer moves
+    /// sectors at the array's whole move capacity, until free space reaches
+    /// the idle target or the array would still be busy at `now` (so the
+    /// host's next I/O does not wait for idle-time work).
+    fn groom_idle(&mut self, now: Nanos) {
+        if now < self.last_io_at + IDLE_AFTER {
+            return;
+        }
+        let mut clock = (self.last_io_at + IDLE_AFTER).max(self.nand.busy_until());
+        let share = self.cfg.gc_share.max(f64::MIN_POSITIVE);
+        let step = Nanos(((share / self.gc.moves_per_ns()).ceil() as u64).max(1));
+        while clock + step < now
+            && self.nand.busy_until() <= now
+            && self.free_space_lebs() < self.idle_target_lebs
+            && self.paced_move(clock)
+        {
+            clock += step;
         }
     }
 
@@ -1267,6 +1330,25 @@ impl Vsl {
 /// Sectors per ns the array can move (read, transfer in and out, program)
 /// with every bank and the bus busy: the lower of the banks' and the bus's
 /// limits.
+/// How long the host must have been quiet before the groomer takes the
+/// array for idle grooming (an assumption: the VSL's idle detection is not
+/// published; short enough for the SNIA HIR waits, long enough that the
+/// gaps of a QD 1 workload are not idle time).
+const IDLE_AFTER: Nanos = Nanos(10_000_000);
+
+/// The free space idle grooming works up to: the high watermark plus
+/// `gc_idle_fraction` of the spare units above it (units neither reserved
+/// nor needed to hold every user sector); 0 when idle grooming is off.
+fn idle_target_lebs(cfg: &FtlConfig) -> f64 {
+    if cfg.gc_idle_fraction <= 0.0 {
+        return 0.0;
+    }
+    let needed = cfg.user_sectors.div_ceil(cfg.slots_per_leb() as u64) as f64;
+    let spare = (cfg.usable_lebs() as f64 - needed).max(0.0);
+    let high = cfg.gc_background_lebs as f64;
+    high + cfg.gc_idle_fraction * (spare - high).max(0.0)
+}
+
 fn move_capacity_per_ns(cfg: &FtlConfig) -> f64 {
     let g = &cfg.geometry;
     let spu = cfg.slots_per_unit() as f64;

@@ -40,6 +40,22 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 pre { background: #f6f6f4; border: 1px solid #e0e0e0; padding: 12px; overflow-x: auto; font-size: 0.85rem; max-width: 1100px; }
 nav ol { columns: 2; max-width: 860px; }
 footer { margin-top: 40px; color: #555; font-size: 0.9rem; }
+@media print {
+  @page { size: A4 landscape; margin: 12mm; }
+  body { background: #fff; font-size: 10.5pt; }
+  main { max-width: none; padding: 0; }
+  h2 { margin-top: 18px; break-after: avoid; }
+  h3 { break-after: avoid; }
+  p { max-width: none; }
+  .charts { grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 4mm 6mm; }
+  figure { break-inside: avoid; min-width: 0; }
+  figure img { box-sizing: border-box; width: 100%; height: auto; max-width: 100%; max-height: 160mm; object-fit: contain; }
+  table { font-size: 8.5pt; }
+  th, td { padding: 2px 6px; }
+  tr { break-inside: avoid; }
+  pre { white-space: pre-wrap; font-size: 7.5pt; max-width: none; }
+  nav ol { max-width: none; }
+}
 "#;
 
 /// Renders the page. `charts` holds the written chart files of every

@@ -437,13 +437,24 @@ async fn report_file(
     State(app): State<Shared>,
     UrlPath(path): UrlPath<String>,
 ) -> Result<Response, WebError> {
-    if path
+    // A directory (`run/` or `run`) is its index.html: the listing of
+    // several `vsl pts` runs links to each run's directory page.
+    let trimmed = path.strip_suffix('/').unwrap_or(&path);
+    if trimmed
         .split('/')
-        .any(|c| c == ".." || c.is_empty() && path.len() > 1)
+        .any(|c| c == ".." || c.is_empty() && trimmed.len() > 1)
     {
         return Err(bad("report paths may not contain '..' or empty components"));
     }
-    let file = app.reports.join(&path);
+    let mut file = app.reports.join(trimmed);
+    if file.is_dir() {
+        if !path.ends_with('/') {
+            // Relative links in the page resolve against the directory.
+            let to = format!("/reports/{trimmed}/");
+            return Ok((StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response());
+        }
+        file = file.join("index.html");
+    }
     let bytes = std::fs::read(&file).map_err(|_| not_found(format!("no report file {path}")))?;
     let kind = match file.extension().and_then(|e| e.to_str()) {
         Some("html") => "text/html; charset=utf-8",

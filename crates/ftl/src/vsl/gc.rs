@@ -148,6 +148,12 @@ impl Gc {
         self.valid = valid;
     }
 
+    /// The budget's rate: background moves per ns.
+    #[inline]
+    pub(super) fn moves_per_ns(&self) -> f64 {
+        self.moves_per_ns
+    }
+
     /// Tops the background budget up to `t` (at most `burst` moves banked).
     #[inline]
     pub(super) fn top_up(&mut self, t: Nanos, burst: f64) {
