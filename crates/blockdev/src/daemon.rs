@@ -643,6 +643,20 @@ impl Daemon {
         let refuse = |mut w: &UnixStream, e: ControlError| {
             warn!("control socket: refused a request: {e}");
             let _ = writeln!(w, "{}", e.reply());
+            // A socket closed with the peer's bytes unread resets the
+            // connection, and a peer that wrote its request before reading
+            // (as `vsl` does) then gets ECONNRESET instead of this line:
+            // read what it sent (bounded, briefly) before closing.
+            let _ = w.shutdown(std::net::Shutdown::Write);
+            let _ = w.set_read_timeout(Some(Duration::from_millis(100)));
+            let mut sink = [0u8; 4096];
+            let mut drained = 0;
+            while drained < control::LINE_BYTES_MAX {
+                match std::io::Read::read(&mut w, &mut sink) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => drained += n,
+                }
+            }
         };
         if let Err(e) = control::peer_allowed(&conn) {
             refuse(w, e);
@@ -792,8 +806,22 @@ impl Daemon {
 
 /// Sends one control command to a daemon and returns its reply line.
 pub fn control(socket: &Path, cmd: &str) -> Result<String> {
-    let mut s = UnixStream::connect(socket)
-        .with_context(|| format!("connecting to {}", socket.display()))?;
+    let mut s = match UnixStream::connect(socket) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            let owner = std::fs::metadata(socket).map_or_else(
+                |_| "its owner".to_string(),
+                |m| format!("uid {}", std::os::unix::fs::MetadataExt::uid(&m)),
+            );
+            anyhow::bail!(
+                "permission denied: the control socket {} is for {owner} only; run this as that user (root)",
+                socket.display()
+            );
+        }
+        Err(e) => {
+            return Err(e).with_context(|| format!("connecting to {}", socket.display()));
+        }
+    };
     s.set_read_timeout(Some(Duration::from_secs(30)))?;
     writeln!(s, "{cmd}")?;
     let mut line = String::new();

@@ -328,9 +328,27 @@ pub struct RunArgs {
     /// thinktime). Modelled card only.
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub thinktime: Option<String>,
-    /// I/Os between two think times (fio's thinktime_blocks).
-    #[arg(long, default_value_t = 1)]
-    pub thinktime_blocks: u32,
+    /// I/Os between two think times (fio's thinktime_blocks; default 1,
+    /// none with --thinktime-iotime alone).
+    #[arg(long)]
+    pub thinktime_blocks: Option<u32>,
+    /// Bursts: issue for this long, then pause --thinktime, again and
+    /// again (fio's thinktime_iotime, e.g. 900ms). With --rate-iops/--rate:
+    /// the rate's arrivals during a pause go out at once when it ends (fio's
+    /// catch-up), or are skipped with --rate-ignore-thinktime. Modelled
+    /// card only.
+    #[arg(
+        long,
+        value_name = "TIME",
+        requires = "thinktime",
+        allow_hyphen_values = true
+    )]
+    pub thinktime_iotime: Option<String>,
+    /// With --rate-iops/--rate and --thinktime-iotime: after a pause, resume
+    /// the rate without catching up on the arrivals it skipped (fio's
+    /// rate_ignore_thinktime; default: catch up at once, a burst).
+    #[arg(long, requires = "thinktime_iotime")]
+    pub rate_ignore_thinktime: bool,
     /// Latency against offered load: one open-loop run per total offered
     /// rate (comma-separated, e.g. 10k,20k,40k), or `auto` (10 % to 110 % of
     /// a closed-loop run's IOPS), each on a fresh card; prints a table,

@@ -21,7 +21,7 @@ use crate::args::RunArgs;
 use crate::cmd_run::{self, Done, Step};
 use anyhow::{anyhow, bail, Context, Result};
 use device::VirtualDevice;
-use lab::openloop::{run_arrivals, OpenOptions, Pacing, RateArrivals};
+use lab::openloop::{OpenOptions, Pacing, RateArrivals};
 use lab::{FioStats, IntervalStats, RunOptions, RunResult};
 use serde::Serialize;
 use sim::Nanos;
@@ -36,6 +36,9 @@ pub struct RateSpec {
     /// Bytes per second per thread (arrivals at this / the mean block size).
     pub bytes_per_s: Option<u64>,
     pub poisson: bool,
+    /// fio's rate_ignore_thinktime (with thinktime_iotime bursts).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ignore_thinktime: bool,
 }
 
 impl RateSpec {
@@ -59,6 +62,7 @@ impl RateSpec {
             iops: j.rate_iops.map(|i| i as f64),
             bytes_per_s: j.rate_bytes,
             poisson: j.rate_poisson,
+            ignore_thinktime: j.rate_ignore_thinktime,
         })
     }
 }
@@ -111,6 +115,7 @@ pub fn of_flags(a: &RunArgs) -> Result<Option<RateSpec>> {
             iops,
             bytes_per_s,
             poisson,
+            ignore_thinktime: a.rate_ignore_thinktime,
         }),
     )
 }
@@ -129,22 +134,64 @@ pub struct OpenLoopInfo {
 /// The think time `vsl run`'s flags ask for, if any.
 pub fn think_of_flags(a: &RunArgs) -> Result<Option<lab::Think>> {
     let Some(t) = a.thinktime.as_deref() else {
-        if a.thinktime_blocks != 1 {
+        if a.thinktime_blocks.is_some() {
             bail!("--thinktime-blocks needs --thinktime");
         }
         return Ok(None);
     };
-    if a.thinktime_blocks == 0 {
+    if a.thinktime_blocks == Some(0) {
         bail!("--thinktime-blocks: must be at least 1");
     }
-    if a.rate_iops.is_some() || a.rate.is_some() || a.rate_sweep.is_some() {
-        bail!("--thinktime with a rate is not modelled (one or the other)");
+    let iotime_ns = a
+        .thinktime_iotime
+        .as_deref()
+        .map(|s| {
+            workload::units::parse_duration_ns(s).map_err(|e| anyhow!("--thinktime-iotime: {e}"))
+        })
+        .transpose()?;
+    if iotime_ns == Some(0) {
+        bail!("--thinktime-iotime: must be more than 0");
+    }
+    if a.rate_sweep.is_some() {
+        bail!("--thinktime with --rate-sweep is not modelled");
     }
     let ns = workload::units::parse_duration_ns(t).map_err(|e| anyhow!("--thinktime: {e}"))?;
-    Ok(Some(lab::Think {
+    let think = think_of(ns, a.thinktime_blocks, iotime_ns);
+    if a.rate_iops.is_some() || a.rate.is_some() {
+        check_rate_think(&think)
+            .map_err(|e| anyhow!("--thinktime with --rate-iops/--rate: {e}"))?;
+    }
+    Ok(Some(think))
+}
+
+/// fio's thinktime options as a [`lab::Think`]: `thinktime_blocks`
+/// defaults to 1, and is left out when only `thinktime_iotime` is given
+/// (fio: "whichever happens first" of the two that were set).
+pub fn think_of(ns: u64, blocks: Option<u32>, iotime_ns: Option<u64>) -> lab::Think {
+    lab::Think {
         ns,
-        blocks: a.thinktime_blocks,
-    }))
+        blocks: match (blocks, iotime_ns) {
+            (Some(b), _) => b,
+            (None, Some(_)) => u32::MAX,
+            (None, None) => 1,
+        },
+        iotime_ns,
+    }
+}
+
+/// An open-loop run pauses in on/off windows (thinktime_iotime), the same
+/// for every thread; a pause after every N blocks is per thread and not
+/// modelled with a rate.
+pub fn check_rate_think(t: &lab::Think) -> std::result::Result<(), String> {
+    if t.iotime_ns.is_none() {
+        return Err("bursts need thinktime_iotime (on/off windows); a pause every thinktime_blocks I/Os is not modelled with a rate".into());
+    }
+    if t.blocks != u32::MAX {
+        return Err(
+            "thinktime_blocks with a rate is not modelled (give thinktime_iotime alone)".into(),
+        );
+    }
+    Ok(())
 }
 
 /// Runs `spec` on `dev`: closed loop (accounting `fio` when given) or, with
@@ -162,20 +209,34 @@ pub fn run_any<D: VirtualDevice>(
         let r = lab::run_fio(dev, spec, opts, start, on_interval, fio, think)?;
         return Ok((r, None));
     };
-    if think.is_some() {
-        bail!("thinktime with a rate is not modelled (one or the other)");
+    if let Some(t) = &think {
+        check_rate_think(t).map_err(|e| anyhow!("thinktime with a rate: {e}"))?;
     }
     opts.validate()?;
     let spec = spec.resolve(dev.capacity_bytes(), dev.sector_bytes())?;
     let offered = rate.offered_iops(&spec, opts.threads)?;
-    let mut src = RateArrivals::new(&spec, offered, rate.poisson, opts.seed, None)?;
+    let mut rated = RateArrivals::new(&spec, offered, rate.poisson, opts.seed, None)?;
+    let mut bursts;
+    let src: &mut dyn lab::openloop::Arrivals = match think {
+        Some(t) => {
+            bursts = lab::bursts::OnOff::new(
+                &mut rated,
+                t.iotime_ns.expect("checked"),
+                t.ns,
+                !rate.ignore_thinktime,
+            );
+            &mut bursts
+        }
+        None => &mut rated,
+    };
     let open = OpenOptions {
         max_outstanding: opts.threads * opts.queue_depth,
         pacing: Pacing::Timed { speed: 1.0 },
         duration_ns: Some(opts.duration_ns),
         interval_ns: opts.interval_ns,
     };
-    let r = run_arrivals(dev, &mut src, &open, start, on_interval).map_err(|e| anyhow!("{e}"))?;
+    let r = lab::openloop::run_arrivals_fio(dev, src, &open, start, on_interval, fio)
+        .map_err(|e| anyhow!("{e}"))?;
     let info = OpenLoopInfo {
         offered_iops: offered,
         process: if rate.poisson { "poisson" } else { "linear" },
@@ -265,6 +326,7 @@ pub fn sweep(a: &RunArgs, list: &str) -> Result<()> {
                 iops: Some(r / base.opts.threads as f64),
                 bytes_per_s: None,
                 poisson,
+                ignore_thinktime: false,
             }),
             label: format!("rate {r:.0} IOPS"),
             ..base.clone()

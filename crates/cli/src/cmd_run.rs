@@ -277,12 +277,21 @@ pub fn job_step(a: &RunArgs, job: &Job) -> Result<Step> {
     };
     opts.validate()
         .with_context(|| format!("job '{}' ({})", job.name, job.at))?;
-    if job.thinktime_ns.is_some() && crate::cmd_rate::RateSpec::of_job(job).is_some() {
-        bail!(
-            "job '{}' ({}): thinktime with rate_iops/rate is not modelled (one or the other)",
-            job.name,
-            job.at
-        );
+    let think = job.thinktime_ns.map(|ns| {
+        crate::cmd_rate::think_of(
+            ns,
+            job.thinktime_blocks_set.then_some(job.thinktime_blocks),
+            job.thinktime_iotime_ns,
+        )
+    });
+    if let (Some(t), Some(_)) = (&think, crate::cmd_rate::RateSpec::of_job(job)) {
+        if let Err(e) = crate::cmd_rate::check_rate_think(t) {
+            bail!(
+                "job '{}' ({}): thinktime with rate_iops/rate: {e}",
+                job.name,
+                job.at
+            );
+        }
     }
     Ok(Step {
         spec: job.spec.clone(),
@@ -291,10 +300,7 @@ pub fn job_step(a: &RunArgs, job: &Job) -> Result<Step> {
         label: format!("fio job {}", job.name),
         job: Some(format!("job '{}' ({})", job.name, job.at)),
         rate: crate::cmd_rate::RateSpec::of_job(job),
-        think: job.thinktime_ns.map(|ns| lab::Think {
-            ns,
-            blocks: job.thinktime_blocks,
-        }),
+        think,
     })
 }
 
@@ -372,9 +378,6 @@ pub fn run(a: RunArgs) -> Result<()> {
     if let Some(path) = &a.job_file {
         return run_job_file(&a, path);
     }
-    if a.output_format.is_some() && (a.rate_iops.is_some() || a.rate.is_some()) {
-        bail!("--output-format: not available for open-loop runs (--rate-iops/--rate) yet; use --json");
-    }
     let fio_format = a
         .output_format
         .as_deref()
@@ -432,17 +435,6 @@ fn run_job_file(a: &RunArgs, path: &std::path::Path) -> Result<()> {
         .transpose()?;
     let file = workload::jobfile::read(path, a.lenient)?;
     let n = file.jobs().count();
-    if fio_format.is_some() {
-        if let Some(j) = file
-            .jobs()
-            .find(|j| crate::cmd_rate::RateSpec::of_job(j).is_some())
-        {
-            bail!(
-                "--output-format: not available for open-loop jobs (job '{}' has a rate) yet; use --json",
-                j.name
-            );
-        }
-    }
     if a.csv.is_some() && n > 1 {
         bail!(
             "--csv takes one job's intervals; {} has {n} jobs (use --json)",
@@ -681,7 +673,7 @@ fn model_step(
             job: None,
             ignored: Vec::new(),
             real: None,
-            fio: step.rate.is_none().then_some(fio),
+            fio: Some(fio),
             cpu: None,
             open_loop,
         },

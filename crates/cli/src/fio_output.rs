@@ -13,7 +13,11 @@
 //!   `getrusage` over the measured run on a real target; 0 on a modelled
 //!   card (no host is modelled).
 //! - `iodepth_level`: every I/O is issued into a full queue of the run's
-//!   depth (closed loop), so 100 % at that depth; `iodepth_submit` and
+//!   depth (closed loop), so 100 % at that depth; an open-loop run
+//!   (`--rate-iops`/`rate_iops`) counts the depth each I/O was issued at.
+//!   Open-loop latencies are from issue, as fio's for a rate-limited job
+//!   (the latency from arrival, host queue included, is in `--json`).
+//!   `iodepth_submit` and
 //!   `_complete`: I/Os are submitted and reaped one by one, so 100 % in 1-4.
 //! - `disk_util`: the block layer's counters of the devices under a real
 //!   target; omitted for a modelled card.
@@ -367,8 +371,18 @@ fn job_obj(j: &FioJob, plus: bool) -> anyhow::Result<J> {
     let secs = runtime_ms as f64 / 1000.0;
     let qd = d.options.queue_depth;
     let mut depth = [0.0; 7];
-    if ios > 0 {
-        depth[depth_bucket(qd)] = 100.0;
+    match &s.depth {
+        // Open loop: the depths its I/Os were issued at.
+        Some(c) => {
+            let n: u64 = c.iter().sum();
+            if n > 0 {
+                for (d, k) in depth.iter_mut().zip(c) {
+                    *d = 100.0 * *k as f64 / n as f64;
+                }
+            }
+        }
+        None if ios > 0 => depth[depth_bucket(qd)] = 100.0,
+        None => {}
     }
     let submit_labels = ["0", "4", "8", "16", "32", "64", ">=64"];
     let mut submit = [0.0; 7];
@@ -780,6 +794,15 @@ pub fn flag_options(a: &crate::args::RunArgs) -> Vec<(String, String)> {
         v.push(("ramp_time".into(), w.clone()));
     }
     v.push(("direct".into(), a.direct.clone()));
+    if let Some(r) = &a.rate_iops {
+        v.push(("rate_iops".into(), r.clone()));
+    }
+    if let Some(r) = &a.rate {
+        v.push(("rate".into(), r.clone()));
+    }
+    if a.rate_iops.is_some() || a.rate.is_some() {
+        v.push(("rate_process".into(), a.rate_process.clone()));
+    }
     v
 }
 

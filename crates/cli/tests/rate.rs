@@ -222,10 +222,7 @@ fn bad_rates_are_one_line() {
         "--rate-process",
     );
     common::assert_one_line_error(&with(&["--rate-sweep", "10k,abc"]), "--rate-sweep");
-    common::assert_one_line_error(
-        &with(&["--rate-iops", "100", "--output-format", "json"]),
-        "open-loop",
-    );
+    // (--output-format of open-loop runs: tests/fio_output_openloop.rs.)
     let f = out("real.img");
     let t = format!("file:{f}:16M");
     let mut v: Vec<&str> = with(&["--rate-iops", "100", "--target"]);

@@ -229,9 +229,27 @@ impl FioDir {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FioStats {
     pub dirs: [FioDir; 2],
+    /// Open-loop runs: I/Os issued at each of fio's depth levels (1, 2, 4,
+    /// 8, 16, 32, >=64 in flight, this one included: `iodepth_level`);
+    /// `None` for a closed loop, which keeps its depth full.
+    pub depth: Option<[u64; 7]>,
 }
 
 impl FioStats {
+    /// An I/O issued with `in_flight` I/Os in flight, itself included.
+    pub fn record_depth(&mut self, in_flight: usize) {
+        let b = match in_flight {
+            0 | 1 => 0,
+            2..=3 => 1,
+            4..=7 => 2,
+            8..=15 => 3,
+            16..=31 => 4,
+            32..=63 => 5,
+            _ => 6,
+        };
+        self.depth.get_or_insert([0; 7])[b] += 1;
+    }
+
     #[inline]
     pub fn record(&mut self, is_read: bool, lat_ns: u64, len: u64) {
         self.dirs[!is_read as usize].record(lat_ns, len);

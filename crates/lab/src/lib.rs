@@ -13,6 +13,7 @@
 //! - [`LatencyStats`]: exact mean / max / standard deviation plus
 //!   HDR-histogram percentiles.
 
+pub mod bursts;
 pub mod dbpages;
 pub mod fiostat;
 pub mod fit;

@@ -271,6 +271,22 @@ pub fn run_arrivals<D: VirtualDevice>(
     start: Nanos,
     on_interval: &mut dyn FnMut(&IntervalStats),
 ) -> Result<OpenResult, OpenLoopError> {
+    run_arrivals_fio(dev, source, opts, start, on_interval, None)
+}
+
+/// [`run_arrivals`], also accounting every counted read and write in `fio`
+/// (fio's histogram and one sample per interval) when given. fio measures
+/// a rate-limited job's latency from the I/O's issue (its `clat`/`lat`
+/// never include the wait for the rate's next slot), so `fio` gets the
+/// service time (issue to completion), not the latency from arrival.
+pub fn run_arrivals_fio<D: VirtualDevice>(
+    dev: &mut D,
+    source: &mut dyn Arrivals,
+    opts: &OpenOptions,
+    start: Nanos,
+    on_interval: &mut dyn FnMut(&IntervalStats),
+    mut fio: Option<&mut crate::FioStats>,
+) -> Result<OpenResult, OpenLoopError> {
     opts.validate()?;
     let qd = opts.max_outstanding as usize;
     let mut queue: EventQueue<Flight> = EventQueue::with_capacity(qd);
@@ -374,6 +390,9 @@ pub fn run_arrivals<D: VirtualDevice>(
         // An I/O completing exactly at a boundary counts in the interval
         // that ends there.
         while t > boundary && end.is_none_or(|e| boundary <= e) {
+            if let Some(f) = fio.as_deref_mut() {
+                f.close_interval(interval.as_secs_f64());
+            }
             acc.close(dev, boundary, interval.as_secs_f64(), on_interval)?;
             boundary += interval;
         }
@@ -418,6 +437,11 @@ pub fn run_arrivals<D: VirtualDevice>(
             let len = if a.op == OpKind::Flush { 0 } else { a.len };
             queue.push(done, (arrival, t, a.op, len));
             waited += (arrival < t) as u64;
+            if let Some(f) = fio.as_deref_mut() {
+                if matches!(a.op, OpKind::Read | OpKind::Write) {
+                    f.record_depth(queue.len());
+                }
+            }
         } else {
             let (t, (arrival, issue, op, len)) = queue.pop().unwrap();
             drained = drained.max(t);
@@ -431,16 +455,27 @@ pub fn run_arrivals<D: VirtualDevice>(
             o.lat.record(lat);
             o.service.record((t - issue).0);
             o.bytes += len;
+            if let Some(f) = fio.as_deref_mut() {
+                if matches!(op, OpKind::Read | OpKind::Write) {
+                    f.record(op == OpKind::Read, (t - issue).0, len);
+                }
+            }
         }
     }
     let stop = end.unwrap_or(drained.max(start));
     while boundary <= stop {
+        if let Some(f) = fio.as_deref_mut() {
+            f.close_interval(interval.as_secs_f64());
+        }
         acc.close(dev, boundary, interval.as_secs_f64(), on_interval)?;
         boundary += interval;
     }
     // A final partial interval.
     let from = boundary - interval;
     if stop > from {
+        if let Some(f) = fio {
+            f.close_interval((stop - from).as_secs_f64());
+        }
         acc.close(dev, stop, (stop - from).as_secs_f64(), on_interval)?;
     }
     let s = dev.stats();

@@ -151,6 +151,9 @@ pub fn run<D: VirtualDevice>(
 pub struct Think {
     pub ns: u64,
     pub blocks: u32,
+    /// fio's `thinktime_iotime`: also pause once a thread has issued this
+    /// long since its last pause (whichever of the two comes first).
+    pub iotime_ns: Option<u64>,
 }
 
 /// A queue entry that is a thread's wake-up after its think time, not an I/O.
@@ -175,6 +178,8 @@ pub fn run_fio<D: VirtualDevice>(
         ));
     }
     let mut completed = vec![0u64; opts.threads as usize];
+    // When each thread last resumed (thinktime_iotime).
+    let mut resumed = vec![start; opts.threads as usize];
     let spec = spec.resolve(dev.capacity_bytes(), dev.sector_bytes())?;
     let mut master = Prng::from_seed(opts.seed);
     // Each thread's next I/O is drawn one step early so that the device can
@@ -310,7 +315,11 @@ pub fn run_fio<D: VirtualDevice>(
         if let Some(th) = think {
             let c = &mut completed[thread as usize];
             *c += 1;
-            if (*c).is_multiple_of(th.blocks as u64) {
+            let r = &mut resumed[thread as usize];
+            let by_time = th.iotime_ns.is_some_and(|io| (t - *r).0 >= io);
+            if by_time || *c >= th.blocks as u64 {
+                *c = 0;
+                *r = t + Nanos(th.ns);
                 queue.replace_top(t + Nanos(th.ns), (thread, t, false, WAKE));
                 continue;
             }
@@ -395,6 +404,7 @@ mod tests {
         let think = Think {
             ns: 100_000,
             blocks: 1,
+            iotime_ns: None,
         };
         let paced = run_fio(
             &mut card(),
@@ -442,6 +452,54 @@ mod tests {
             Some(zero)
         )
         .is_err());
+    }
+
+    #[test]
+    fn think_iotime_alternates_busy_and_idle_intervals() {
+        // fio's thinktime_iotime=50ms, thinktime=50ms: 50 ms of I/O, 50 ms
+        // of stall; 50 ms intervals alternate between the two.
+        let spec = Profile::by_name("4k-randread").unwrap().spec();
+        let o = RunOptions {
+            threads: 2,
+            queue_depth: 1,
+            duration_ns: 400_000_000,
+            interval_ns: 50_000_000,
+            seed: 5,
+        };
+        let think = Think {
+            ns: 50_000_000,
+            blocks: u32::MAX,
+            iotime_ns: Some(50_000_000),
+        };
+        let go = || {
+            run_fio(
+                &mut card(),
+                &spec,
+                &o,
+                Nanos::ZERO,
+                &mut |_| {},
+                None,
+                Some(think),
+            )
+            .unwrap()
+        };
+        let r = go();
+        let ios: Vec<f64> = r.intervals.iter().map(|i| i.iops).collect();
+        assert_eq!(ios.len(), 8, "{ios:?}");
+        let busy = ios[0];
+        assert!(busy > 10_000.0, "{ios:?}");
+        for (k, x) in ios.iter().enumerate() {
+            if k % 2 == 0 {
+                assert!((x - busy).abs() / busy < 0.1, "interval {k}: {ios:?}");
+            } else {
+                // Idle but for the windows' drift: a pause starts at the
+                // first completion past iotime (as fio checks it), so each
+                // cycle starts one service time later than the one before.
+                assert!(*x <= 0.01 * busy, "interval {k}: {ios:?}");
+            }
+        }
+        let again: Vec<f64> = go().intervals.iter().map(|i| i.iops).collect();
+        assert_eq!(ios, again, "same seed, same intervals");
     }
 
     #[test]

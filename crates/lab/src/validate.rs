@@ -30,14 +30,16 @@ pub struct Row {
     pub format: &'static str,
 }
 
-/// The SYSTEM.md §4 rows a model parameter was fitted on (docs/MODEL.md):
-/// the first generation's host costs (4 workers x QD 1) and the reserved
-/// fraction (4K steady-state write, 8K 70/30).
-pub const CALIBRATION_ROWS: &[&str] = &[
-    "4K random read 4x1",
-    "4K random write 4x1",
-    "4K steady-state write 16T/16Q",
-    "8K 70/30 steady state 16T/16Q",
+/// The rows a model parameter or mechanism switch was fitted on
+/// (docs/MODEL.md), as (format, test): the first generation's host costs
+/// (4 workers x QD 1), the reserved fraction (stock 4K steady-state write)
+/// and the reads' FIFO scheduling (8K 70/30 at both formats).
+pub const CALIBRATION_ROWS: &[(&str, &str)] = &[
+    ("stock", "4K random read 4x1"),
+    ("stock", "4K random write 4x1"),
+    ("stock", "4K steady-state write 16T/16Q"),
+    ("stock", "8K 70/30 steady state 16T/16Q"),
+    ("hp", "8K 70/30 steady state 16T/16Q"),
 ];
 
 impl Row {
@@ -69,7 +71,7 @@ impl Row {
             ratio,
             within_25pct: (0.75..=1.25).contains(&ratio),
             within_15pct: (0.85..=1.15).contains(&ratio),
-            role: if CALIBRATION_ROWS.contains(&test) {
+            role: if CALIBRATION_ROWS.contains(&(format, test)) {
                 "calibrated"
             } else {
                 "predicted"

@@ -21,8 +21,12 @@ pub fn run_base() -> PathBuf {
 /// ring thread cancelling its io_uring, say), and those still hold its
 /// files and the store's lock: it is alive until every thread is gone.
 pub fn pid_alive(pid: u32) -> bool {
-    // SAFETY: signal 0 only checks that the process exists.
-    if unsafe { libc::kill(pid as libc::pid_t, 0) } != 0 {
+    // SAFETY: signal 0 only checks that the process exists. EPERM: it
+    // exists but is another user's (a non-root caller asking about root's
+    // daemon), which is not "gone".
+    if unsafe { libc::kill(pid as libc::pid_t, 0) } != 0
+        && std::io::Error::last_os_error().raw_os_error() != Some(libc::EPERM)
+    {
         return false;
     }
     let live = |stat: &str| {

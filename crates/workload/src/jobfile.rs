@@ -169,6 +169,8 @@ pub const OPTIONS: &[FioOption] = &[
     opt("thinktime", &[], Time, "0", "us if no unit", Modelled, "pause of a job after every thinktime_blocks I/Os (closed loop)"),
     opt("thinktime_blocks", &[], Int, "1", ">=1", Modelled, "I/Os between two think times"),
     opt("thinktime_spin", &[], Time, "0", "", NotModelled, "think-time spin: not modelled"),
+    opt("thinktime_iotime", &[], Time, "", "s if no unit", Modelled, "issue this long, then pause thinktime (bursts; with rate/rate_iops: on/off windows)"),
+    opt("rate_ignore_thinktime", &[], Bool, "0", "0|1", Modelled, "after a pause, resume the rate without catching up (default: catch up)"),
     opt("ss", &["steadystate"], Text, "", "", NotModelled,
         "steady-state termination: not in vsl run (vsl review has SNIA's detector)"),
     opt("ss_dur", &["steadystate_duration"], Time, "", "", NotModelled, "steady-state window: not modelled"),
@@ -314,6 +316,13 @@ pub struct Job {
     pub thinktime_ns: Option<u64>,
     /// fio's `thinktime_blocks`.
     pub thinktime_blocks: u32,
+    /// Whether `thinktime_blocks` was given (fio ignores its default of 1
+    /// when `thinktime_iotime` is set).
+    pub thinktime_blocks_set: bool,
+    /// fio's `thinktime_iotime` (ns).
+    pub thinktime_iotime_ns: Option<u64>,
+    /// fio's `rate_ignore_thinktime`.
+    pub rate_ignore_thinktime: bool,
 }
 
 /// A parsed job file: phases run one after another; the jobs of a phase
@@ -667,6 +676,9 @@ impl Builder {
                 rate_poisson: false,
                 thinktime_ns: None,
                 thinktime_blocks: 1,
+                thinktime_blocks_set: false,
+                thinktime_iotime_ns: None,
+                rate_ignore_thinktime: false,
             },
         }
     }
@@ -851,7 +863,22 @@ fn apply(b: &mut Builder, o: &FioOption, e: &Entry) -> Result<(), Refusal> {
                 t => Some(parse_duration_ns(t).map_err(Refusal::Invalid)?),
             };
         }
-        "thinktime_blocks" => j.thinktime_blocks = int_of(e, 1, 1 << 30)? as u32,
+        "thinktime_blocks" => {
+            j.thinktime_blocks = int_of(e, 1, 1 << 30)? as u32;
+            j.thinktime_blocks_set = true;
+        }
+        "thinktime_iotime" => {
+            // fio's unit for a bare number here is the second.
+            let v = value(e)?;
+            j.thinktime_iotime_ns = match v.trim() {
+                "0" => None,
+                t if t.chars().all(|c| c.is_ascii_digit()) => {
+                    Some(parse_duration_ns(&format!("{t}s")).map_err(Refusal::Invalid)?)
+                }
+                t => Some(parse_duration_ns(t).map_err(Refusal::Invalid)?),
+            };
+        }
+        "rate_ignore_thinktime" => j.rate_ignore_thinktime = bool_of(e)?,
         "rate_process" => {
             j.rate_poisson = match value(e)? {
                 "poisson" => true,
@@ -1215,6 +1242,26 @@ mod tests {
             "bare: us"
         );
         assert_eq!(one("[j]\nthinktime=2ms\n").thinktime_ns, Some(2_000_000));
+        // Bursts: thinktime_iotime's bare number is in seconds.
+        let j =
+            one("[j]\nthinktime=1s\nthinktime_iotime=9\nrate_iops=100\nrate_ignore_thinktime=1\n");
+        assert_eq!(
+            (
+                j.thinktime_iotime_ns,
+                j.thinktime_blocks_set,
+                j.rate_ignore_thinktime
+            ),
+            (Some(9_000_000_000), false, true)
+        );
+        let j = one("[j]\nthinktime=1ms\nthinktime_iotime=250ms\nthinktime_blocks=4\n");
+        assert_eq!(
+            (
+                j.thinktime_iotime_ns,
+                j.thinktime_blocks,
+                j.thinktime_blocks_set
+            ),
+            (Some(250_000_000), 4, true)
+        );
         assert!(parse_with("[j]\nthinktime_blocks=0\n", false, &[]).is_err());
         let j = one("[j]\nrw=randread\nrate=4m,4m\n");
         assert_eq!(
