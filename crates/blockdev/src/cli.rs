@@ -67,6 +67,16 @@ pub struct AttachArgs {
     /// Garbage-collection victim selection (`vsl policies` lists them): greedy, cost-benefit, d-choices:D, fifo or windowed:W.
     #[arg(long)]
     pub gc_policy: Option<String>,
+    /// Data placement (`vsl policies` lists them): single (one log),
+    /// hot-cold (pools by update frequency) or streams (a pool per
+    /// --stream range). Recorded in the store with the other card options.
+    #[arg(long)]
+    pub placement: Option<String>,
+    /// A host stream for --placement streams: START-END in bytes of the
+    /// card, e.g. 0-8G (repeatable).
+    #[arg(long = "stream", value_name = "START-END")]
+    #[serde(default)]
+    pub streams: Vec<String>,
     /// model: every I/O completes no earlier than the model says;
     /// none: serve at full emulator speed.
     #[arg(long, default_value = "model")]
@@ -203,9 +213,12 @@ impl AttachArgs {
             || self.member.is_some()
             || self.scale.is_some()
             || self.gc_policy.is_some()
+            || self.placement.is_some()
+            || !self.streams.is_empty()
     }
 
-    fn card_spec(&self) -> CardSpec {
+    /// The card options as the store records them.
+    pub fn card_spec(&self) -> CardSpec {
         let d = |o: &Option<String>, v: &str| o.clone().unwrap_or_else(|| v.to_string());
         CardSpec {
             device: d(&self.device, "iodrive-duo-640-mlc"),
@@ -216,6 +229,8 @@ impl AttachArgs {
             member: d(&self.member, "all"),
             scale: d(&self.scale, "1"),
             gc_policy: d(&self.gc_policy, "greedy"),
+            placement: self.placement.clone(),
+            streams: self.streams.clone(),
         }
     }
 }

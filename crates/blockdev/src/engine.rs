@@ -784,7 +784,7 @@ impl Engine {
                     if self.warm.mark(leb) {
                         batch.push(leb);
                         // Free and never erased: never written either.
-                        fresh.push(v.nand.erase_count(leb) == 0);
+                        fresh.push(v.erase_count(leb) == 0);
                     }
                 }
             }
@@ -945,7 +945,7 @@ impl Engine {
         let _one = self.saving.lock().unwrap_or_else(|p| p.into_inner());
         let wear = {
             let g = self.lock();
-            g.card.members[0].vsl.nand.erase_counts().to_vec()
+            g.card.members[0].vsl.erase_counts().to_vec()
         };
         debug_assert_eq!(wear.len(), self.lebs as usize);
         self.store.save_wear(&wear)?;

@@ -1152,6 +1152,8 @@ mod tests {
                 member: "0".into(),
                 scale: "1".into(),
                 gc_policy: "greedy".into(),
+                placement: None,
+                streams: Vec::new(),
             },
             members: vec![0],
             sector_bytes: 4096,

@@ -22,6 +22,8 @@ pub fn card_config(a: &CardArgs) -> Result<CardConfig> {
         member: a.member.clone(),
         scale: a.scale.clone(),
         gc_policy: a.gc_policy.clone(),
+        placement: None,
+        streams: Vec::new(),
     };
     let mut c = device::card_config(&spec)?;
     // Virtual-time runs carry no data: no per-slot sequence numbers.

@@ -32,6 +32,8 @@ pub fn campaign_config(a: &TortureArgs) -> Result<CampaignConfig> {
         member: "0".into(),
         scale: a.scale.clone(),
         gc_policy: "greedy".into(),
+        placement: None,
+        streams: Vec::new(),
     };
     let mut card = device::card_config(&spec)?;
     card.gc_mode = a.gc_mode.parse().map_err(|e| anyhow!("--gc-mode: {e}"))?;

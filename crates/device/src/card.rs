@@ -834,8 +834,8 @@ impl VirtualDevice for Card {
             s.gc_sectors_moved += f.gc_sectors_moved;
             s.gc_runs += f.gc_runs;
             s.erases += f.erases;
-            s.nand_bytes_programmed += m.vsl.nand.counters.bytes_programmed;
-            s.nand_bytes_read += m.vsl.nand.counters.bytes_read;
+            s.nand_bytes_programmed += m.vsl.media_counters().bytes_programmed;
+            s.nand_bytes_read += m.vsl.media_counters().bytes_read;
             if self.config.preset.host_ftl {
                 s.host_ram_bytes += m.vsl.host_ram_bytes();
             }

@@ -168,7 +168,7 @@ struct Snapshot {
 
 impl Snapshot {
     fn of(at: Nanos, vsl: &Vsl) -> Snapshot {
-        let c = vsl.nand.counters;
+        let c = vsl.media_counters();
         Snapshot {
             at,
             bytes_read: c.bytes_read,
@@ -359,7 +359,7 @@ impl Health {
     /// comparison unless an erase happened or a step of time has passed.
     #[inline]
     pub fn observe(&mut self, now: Nanos, vsl: &mut Vsl) {
-        let erases = vsl.nand.counters.leb_erases;
+        let erases = vsl.media_counters().leb_erases;
         if erases != self.erases_seen {
             self.erases_seen = erases;
             self.retire_worn(now, vsl);
@@ -370,7 +370,7 @@ impl Health {
     }
 
     fn retire_worn(&mut self, now: Nanos, vsl: &mut Vsl) {
-        let mut worn = self.worn(vsl.nand.erase_counts());
+        let mut worn = self.worn(vsl.erase_counts());
         // Units whose reads found too many bit errors (media-error model).
         let media = vsl.reliability_stats().is_some();
         let lebs = if media {
@@ -522,8 +522,8 @@ impl Health {
 
     /// The status fields.
     pub fn report(&self, vsl: &Vsl) -> HealthReport {
-        let c = vsl.nand.counters;
-        self.report_parts(c.bytes_programmed, c.bytes_read, vsl.nand.erase_counts())
+        let c = vsl.media_counters();
+        self.report_parts(c.bytes_programmed, c.bytes_read, vsl.erase_counts())
     }
 
     /// Marks the units `erase_counts` shows worn out as retired, as the

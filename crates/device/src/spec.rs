@@ -8,6 +8,7 @@
 use crate::card::{CardConfig, DeviceError, MemberSel};
 use crate::flashback::DieFailure;
 use crate::preset::{Format, Preset};
+use ftl::PlacementSpec;
 use serde::{Deserialize, Serialize};
 use workload::units::{parse_duration_ns, parse_percent, parse_size};
 
@@ -22,6 +23,15 @@ pub struct CardSpec {
     pub member: String,
     pub scale: String,
     pub gc_policy: String,
+    /// Data placement (`--placement`: single, hot-cold or streams); `None`
+    /// leaves the configuration's (single). Absent from stores made before
+    /// it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<String>,
+    /// The `--stream START-END` ranges (bytes of the card) of `--placement
+    /// streams`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub streams: Vec<String>,
 }
 
 impl CardSpec {
@@ -37,6 +47,8 @@ impl CardSpec {
             member: "0".into(),
             scale: "0.001".into(),
             gc_policy: "greedy".into(),
+            placement: None,
+            streams: Vec::new(),
         }
     }
 }
@@ -72,8 +84,56 @@ pub fn card_config(a: &CardSpec) -> Result<CardConfig, DeviceError> {
         .gc_policy
         .parse()
         .map_err(|e: String| bad(format!("--gc-policy: {e}")))?;
+    match &a.placement {
+        Some(p) => c.placement = parse_placement(p, &a.streams)?,
+        None if !a.streams.is_empty() => {
+            return Err(bad("--stream: needs --placement streams".into()))
+        }
+        None => {}
+    }
     c.track_sequence = true;
     Ok(c)
+}
+
+/// Parses `--placement NAME` and its `--stream START-END` ranges (bytes of
+/// the card, e.g. `0-64G`). Errors are one line naming the option.
+pub fn parse_placement(name: &str, streams: &[String]) -> Result<PlacementSpec, DeviceError> {
+    let ranges = streams
+        .iter()
+        .map(|s| parse_range(s).map_err(|e| bad(format!("--stream {s}: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let spec = PlacementSpec::parse(name, ranges).map_err(|e| bad(format!("--placement: {e}")))?;
+    if let PlacementSpec::Streams(r) = &spec {
+        let mut sorted = r.clone();
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0].1 > w[1].0) {
+            return Err(bad(format!(
+                "--stream: ranges {}-{} and {}-{} (bytes) overlap",
+                w[0].0, w[0].1, w[1].0, w[1].1
+            )));
+        }
+    }
+    Ok(spec)
+}
+
+fn parse_range(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s
+        .split_once('-')
+        .ok_or_else(|| "expected START-END, e.g. 0-64G".to_string())?;
+    // parse_size wants a positive size; a stream may start at 0.
+    let size = |t: &str| {
+        if t.trim() == "0" {
+            Ok(0)
+        } else {
+            parse_size(t.trim())
+        }
+    };
+    let a = size(a)?;
+    let b = size(b)?;
+    if a >= b {
+        return Err(format!("the range is empty ({a} >= {b} bytes)"));
+    }
+    Ok((a, b))
 }
 
 /// Parses `--fail-die [MEMBER:]DIE[@TIME]` for card `c`; the error is one

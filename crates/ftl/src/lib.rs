@@ -7,6 +7,10 @@
 //!   (per-erase-unit valid counts, a free list ordered by wear), garbage
 //!   collection, static wear levelling, TRIM, and the power-cut-protected
 //!   write buffer that acknowledges writes before they are programmed.
+//!   It is composed of owned parts with private fields (issue 28):
+//!   `Mapping` (`vsl/mapping.rs`), `BlockManager` (`vsl/blocks.rs`),
+//!   `WriteBuffer` (`vsl/buffer.rs`), `Gc` (`vsl/gc.rs`) and the NAND
+//!   array (docs/ARCHITECTURE.md, "The FTL's parts").
 //! - [`VictimPolicy`]: the seam where GC's victim is chosen, from a
 //!   read-only view of the erase units ([`Candidates`]); the built-ins are
 //!   [`GcPolicy`] (greedy, cost-benefit, d-choices, FIFO, windowed greedy;
@@ -17,9 +21,12 @@
 //!   [`PLACEMENTS`]), installed with [`Vsl::set_placement`].
 //! - [`FtlConfig`]: geometry, timing, formatted size and the policy knobs.
 //! - [`FtlStats`]: host and media counters (write amplification, GC moves).
-//! - [`MediaEvent`] and [`OobRecord`]: the seam for a data store keyed by
-//!   physical slot ([`Vsl::enable_media_log`]) and map recovery from the
-//!   out-of-band records it scans back ([`Vsl::recover`]).
+//! - [`MediaObserver`]: the one seam for whatever mirrors the media
+//!   ([`Vsl::add_observer`]): [`MediaLog`] records the [`MediaEvent`]s a
+//!   data store keyed by physical slot replays ([`Vsl::enable_media_log`]),
+//!   [`protect::PowerLog`] the events of the power-cut model.
+//! - [`OobRecord`]: map recovery from the out-of-band records a store
+//!   scans back ([`Vsl::recover`]).
 //!
 //! ## Physical addressing
 //!
@@ -53,8 +60,8 @@ mod vsl;
 pub use nand::ReadPolicy;
 pub use vsl::{
     content_tag, poisson_tail, Candidate, Candidates, FtlConfig, FtlError, FtlStats, GcMode,
-    GcPolicy, MediaConfig, MediaEvent, OobRecord, PolicyInfo, PowerEvent, ReliabilityConfig,
-    ReliabilityStats, VictimPolicy, Vsl, D_CHOICES_MAX, POLICIES, REBUILD_SHARE,
+    GcPolicy, MediaConfig, MediaEvent, MediaLog, MediaObserver, OobRecord, PolicyInfo, PowerEvent,
+    ReliabilityConfig, ReliabilityStats, VictimPolicy, Vsl, D_CHOICES_MAX, POLICIES, REBUILD_SHARE,
 };
 pub use vsl::{
     split_spare, HotCold, Placement, PlacementInfo, PlacementSpec, PoolStats, Streams, PLACEMENTS,

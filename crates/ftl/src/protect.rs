@@ -37,7 +37,71 @@
 //! over every data channel) + the scan (per bank, one tR plus the OOB
 //! transfer per write unit read; the banks work in parallel).
 
-use crate::{FtlConfig, FtlError, OobRecord, PowerEvent, Vsl};
+use crate::{FtlConfig, FtlError, MediaObserver, OobRecord, PowerEvent, Vsl};
+
+/// The power-cut model's observer of the VSL ([`MediaObserver`]): records
+/// every event as a [`PowerEvent`], in the order the VSL issued them, for
+/// [`Media`] to replay with power cuts between them
+/// ([`Vsl::enable_power_log`], [`Vsl::drain_power_log`]).
+#[derive(Default)]
+pub struct PowerLog {
+    events: Vec<PowerEvent>,
+}
+
+impl PowerLog {
+    pub fn with_capacity(n: usize) -> PowerLog {
+        PowerLog {
+            events: Vec::with_capacity(n),
+        }
+    }
+
+    /// Moves the recorded events, oldest first, into `out`.
+    pub fn drain(&mut self, out: &mut Vec<PowerEvent>) {
+        out.append(&mut self.events);
+    }
+}
+
+impl MediaObserver for PowerLog {
+    fn wants_placements(&self) -> bool {
+        true
+    }
+    fn placed(&mut self, psa: u32, lba: u32, seq: u64, from: u32) {
+        self.events.push(PowerEvent::Placed {
+            psa,
+            lba,
+            seq,
+            from,
+        });
+    }
+    fn programmed(&mut self, unit: u32, done: Nanos) {
+        self.events.push(PowerEvent::Programmed { unit, done });
+    }
+    fn erased(&mut self, leb: u32, done: Nanos) {
+        self.events.push(PowerEvent::Erased { leb, done });
+    }
+    fn opened(&mut self, leb: u32) {
+        self.events.push(PowerEvent::Opened { leb });
+    }
+    fn trimmed(&mut self, start: u64, count: u64, floor: u64) {
+        self.events.push(PowerEvent::Trimmed {
+            start,
+            count,
+            floor,
+        });
+    }
+    fn atomic_begin(&mut self, first: u64, last: u64) {
+        self.events.push(PowerEvent::AtomicBegin { first, last });
+    }
+    fn atomic_end(&mut self) {
+        self.events.push(PowerEvent::AtomicEnd);
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
 use serde::Serialize;
 use sim::{Nanos, Prng};
 use std::collections::BTreeMap;
@@ -793,7 +857,7 @@ pub fn run_campaign(
             inflight.extend(changes);
         }
         // Recover and check.
-        let counts = vsl.nand.erase_counts().to_vec();
+        let counts = vsl.erase_counts().to_vec();
         let (recovered, rr) = media.recover_vsl(&ftl, cfg.protect.fault, &counts)?;
         // Every sector written, trimmed or buffered since the last cut,
         // every sector the recovery maps elsewhere than the lost device

@@ -1,17 +1,28 @@
 use nand::{CellTiming, Geometry, NandArray, ReadPolicy};
 use serde::Serialize;
-use sim::{Nanos, Prng};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use sim::Nanos;
+
+use blocks::BlockManager;
+pub(crate) use blocks::LebState;
+use buffer::WriteBuffer;
+use gc::{Gc, Victim};
+use mapping::{Mapping, UnitRuns};
 
 mod atomic;
+mod blocks;
+mod buffer;
 mod flashback;
+mod gc;
+mod mapping;
 mod media;
+mod observer;
 mod placement;
 mod pools;
 mod victim;
 pub use flashback::{content_tag, ReliabilityConfig, ReliabilityStats, REBUILD_SHARE};
 pub use media::{poisson_tail, MediaConfig};
+use observer::Observers;
+pub use observer::{MediaLog, MediaObserver};
 pub use placement::{
     split_spare, HotCold, Placement, PlacementInfo, PlacementSpec, Streams, PLACEMENTS,
 };
@@ -278,90 +289,24 @@ enum Origin {
     Moved(u32),
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum LebState {
-    Free,
-    Open,
-    Closed,
-    /// Closed and being collected by paced GC.
-    Victim,
-    /// Set aside: never written (the reserved units at the end of the
-    /// address space, until one is brought in as a spare).
-    Reserved,
-    /// Taken out of service for good (worn out or error-prone).
-    Retired,
-}
-
-/// The erase unit paced GC is collecting.
-#[derive(Copy, Clone, Debug)]
-struct Victim {
-    leb: u32,
-    /// Next slot (within the unit) to look at.
-    next: u32,
-    /// Write unit whose valid sectors were last read, and when the read
-    /// completes.
-    read_unit: u32,
-    read_done: Nanos,
-    /// Next write unit of the victim whose read is not issued yet: reads
-    /// run one unit per bank ahead of the moves, as the controller
-    /// pipelines them.
-    ahead: u32,
-    /// Moves per reclaimed slot when it was chosen: valid / invalid.
-    ratio: f64,
-}
-
 /// One ioMemory device's flash translation layer with its NAND.
 pub struct Vsl {
     cfg: FtlConfig,
-    pub nand: NandArray,
+    nand: NandArray,
     spu: u32,
     spl: u32,
-    l2p: Vec<u32>,
-    /// Logical sector recorded with each physical slot (the page's OOB).
-    p2l: Vec<u32>,
-    /// Out-of-band sequence number of each slot, when tracked.
-    oob_seq: Vec<u64>,
-    /// One bit per physical slot: it holds the current copy of its sector.
-    /// Lets GC find a victim's valid slots without touching the map.
-    valid_bits: Vec<u64>,
-    leb_valid: Vec<u32>,
-    leb_state: Vec<LebState>,
-    /// Host sectors written when the erase unit was closed (its age).
-    leb_closed_at: Vec<u64>,
-    /// Order in which each unit was closed (1, 2, …), kept only for a
-    /// victim policy that asks for it; `closes` counts them.
-    leb_close_seq: Vec<u64>,
-    closes: u64,
-    /// Picks GC victims ([`VictimPolicy`]), drawing from `gc_prng`.
-    policy: Box<dyn VictimPolicy>,
-    gc_prng: Prng,
-    free: BinaryHeap<Reverse<(u32, u32)>>,
-    frontier_leb: u32,
-    frontier_next: u32,
-    /// Place of the frontier in its cohort: the `gc_stall_lebs` units
-    /// opened one after another, which on a scaled card hold one full-size
-    /// unit's bytes (always 0 on a full-size card).
-    cohort_pos: u32,
-    open_unit_ready: Nanos,
-    open_unit_host_slots: u32,
-    buffer: VecDeque<(Nanos, u32)>,
-    buffer_used: u64,
-    buffer_cap: u64,
-    last_admit: Nanos,
-    /// Scratch: read completion per write unit of the GC victim.
-    gc_read_done: Vec<Nanos>,
-    /// Paced GC: reads issued ahead, (unit of the victim, completion).
-    gc_reads: VecDeque<(u32, Nanos)>,
-    /// Scratch: valid slots of the GC victim.
-    gc_valid: Vec<u32>,
-    /// Paced GC: the unit being collected, and moves owed to the pace.
-    victim: Option<Victim>,
-    gc_debt: f64,
-    /// Background moves the groomer's budget allows now, the budget's rate
-    /// (moves per ns) and when it was last topped up.
-    gc_allowance: f64,
-    gc_moves_per_ns: f64,
-    gc_budget_at: Nanos,
+    /// The map, out-of-band records, valid bits and counts.
+    map: Mapping,
+    /// Unit states, the free pool, the frontier, close order, GC group.
+    blocks: BlockManager,
+    /// GC's state: victim policy, the unit being collected, pace and budget.
+    gc: Gc,
+    /// The power-cut-protected write buffer.
+    buffer: WriteBuffer,
+    /// Whatever mirrors the media ([`MediaObserver`]): the attached card's
+    /// store, the power-cut model. None installed (the default) costs one
+    /// branch per event.
+    obs: Observers,
     /// Idle grooming: when host I/O was last seen, and the free space (in
     /// erase units) the groomer works up to while the host is idle.
     last_io_at: Nanos,
@@ -370,18 +315,6 @@ pub struct Vsl {
     /// takes outside the FTL ([`Vsl::set_move_cost`]), which paces it.
     idle_moved: u64,
     move_cost: Nanos,
-    /// Paced GC on a scaled card: units erased in the current group of
-    /// `gc_stall_lebs` (one full-size unit's bytes), held back from the
-    /// free list until the group is done, as a full-size unit is unusable
-    /// until its last sector has moved.
-    gc_group: Vec<u32>,
-    /// GC moves and erases for a data store keyed by physical slot; `None`
-    /// (the default) costs one branch per GC run and nothing per write.
-    media_log: Option<Vec<MediaEvent>>,
-    /// Every placement, program, erase and trim for the power-cut model
-    /// (`crate::protect`); `None` (the default) costs one branch per
-    /// placed sector and per program.
-    power_log: Option<Vec<PowerEvent>>,
     /// Flashback parity, die failures and media errors
     /// ([`Vsl::enable_reliability`]); `None` (the default) costs one branch
     /// per I/O, placed sector, programmed unit and erase.
@@ -458,62 +391,28 @@ impl Vsl {
         let spu = cfg.slots_per_unit();
         let spl = cfg.slots_per_leb();
         let lebs = g.lebs() as usize;
-        let mut leb_state = vec![LebState::Free; lebs];
-        // Reserved units sit at the end of the address space.
-        for s in leb_state.iter_mut().skip(cfg.usable_lebs() as usize) {
-            *s = LebState::Reserved;
-        }
-        let mut free = BinaryHeap::with_capacity(lebs);
-        for leb in 1..cfg.usable_lebs() {
-            free.push(Reverse((0, leb)));
-        }
-        leb_state[0] = LebState::Open;
         let buffer_cap = cfg.buffer_bytes / cfg.sector_bytes as u64;
         let mut nand = NandArray::new(g, cfg.timing);
         nand.set_read_policy(cfg.read_policy);
         nand.set_erase_batch(cfg.erase_batch);
         let mut vsl = Vsl {
             nand,
-            l2p: table(cfg.user_sectors as usize, UNMAPPED),
-            p2l: table(lebs * spl as usize, UNMAPPED),
-            valid_bits: table((lebs * spl as usize).div_ceil(64), 0),
-            oob_seq: if cfg.track_sequence {
-                table(lebs * spl as usize, 0)
-            } else {
-                Vec::new()
-            },
-            leb_valid: vec![0; lebs],
-            leb_state,
-            leb_closed_at: vec![0; lebs],
-            leb_close_seq: Vec::new(),
-            closes: 0,
-            policy: cfg.gc_policy.build(),
-            gc_prng: Prng::from_seed(cfg.gc_seed),
-            free,
-            frontier_leb: 0,
-            frontier_next: 0,
-            cohort_pos: 0,
-            open_unit_ready: Nanos::ZERO,
-            open_unit_host_slots: 0,
-            buffer: VecDeque::with_capacity((buffer_cap / spu as u64) as usize + 2),
-            buffer_used: 0,
-            buffer_cap,
-            last_admit: Nanos::ZERO,
-            gc_read_done: Vec::with_capacity(g.units_per_leb() as usize),
-            gc_reads: VecDeque::with_capacity(g.banks as usize + 1),
-            gc_valid: Vec::with_capacity(spl as usize),
-            victim: None,
-            gc_debt: 0.0,
-            gc_allowance: 0.0,
-            gc_moves_per_ns: cfg.gc_share * move_capacity_per_ns(&cfg),
-            gc_budget_at: Nanos::ZERO,
+            map: Mapping::new(cfg.user_sectors, lebs, spl, spu, cfg.track_sequence),
+            blocks: BlockManager::new(lebs, cfg.usable_lebs(), spl, spu, cfg.gc_stall_lebs),
+            gc: Gc::new(
+                cfg.gc_policy.build(),
+                cfg.gc_seed,
+                g.units_per_leb(),
+                g.banks,
+                spl,
+                cfg.gc_share * move_capacity_per_ns(&cfg),
+            ),
+            buffer: WriteBuffer::new(buffer_cap, spu),
+            obs: Observers::default(),
             last_io_at: Nanos::ZERO,
             idle_target_lebs: idle_target_lebs(&cfg),
             idle_moved: 0,
             move_cost: Nanos::ZERO,
-            gc_group: Vec::new(),
-            media_log: None,
-            power_log: None,
             rel: None,
             pools: None,
             spu,
@@ -521,8 +420,8 @@ impl Vsl {
             cfg,
             stats: FtlStats::default(),
         };
-        if vsl.policy.needs_close_order() {
-            vsl.leb_close_seq = vec![0; lebs];
+        if vsl.gc.needs_close_order() {
+            vsl.blocks.keep_close_order(true);
         }
         Ok(vsl)
     }
@@ -533,17 +432,13 @@ impl Vsl {
     /// that needs the close order and is installed later sees the units
     /// closed before as closed at the same time (sequence 0).
     pub fn set_victim_policy(&mut self, policy: Box<dyn VictimPolicy>) {
-        if policy.needs_close_order() {
-            self.leb_close_seq.resize(self.leb_state.len(), 0);
-        } else {
-            self.leb_close_seq = Vec::new();
-        }
-        self.policy = policy;
+        self.blocks.keep_close_order(policy.needs_close_order());
+        self.gc.set_policy(policy);
     }
 
     /// The name of the GC victim policy in use ([`VictimPolicy::name`]).
     pub fn victim_policy_name(&self) -> String {
-        self.policy.name()
+        self.gc.policy_name()
     }
 
     pub fn config(&self) -> &FtlConfig {
@@ -562,6 +457,23 @@ impl Vsl {
         self.idle_moved
     }
 
+    /// NAND activity since the device was built (bytes programmed and
+    /// read, erases).
+    pub fn media_counters(&self) -> nand::MediaCounters {
+        self.nand.counters
+    }
+    /// Erases of every erase unit so far.
+    pub fn erase_counts(&self) -> &[u32] {
+        self.nand.erase_counts()
+    }
+    /// When the array's queued work (programs, erases, reads) is done.
+    pub fn busy_until(&self) -> Nanos {
+        self.nand.busy_until()
+    }
+    /// Erases of erase unit `leb` so far.
+    pub fn erase_count(&self, leb: u32) -> u32 {
+        self.nand.erase_count(leb)
+    }
     /// Sectors moved by GC so far (what [`Vsl::stats`] reports, without
     /// the copy).
     #[inline]
@@ -580,39 +492,17 @@ impl Vsl {
         self.cfg.sector_bytes
     }
     pub fn free_lebs(&self) -> usize {
-        self.free.len()
+        self.blocks.free_len()
     }
 
     /// Host RAM the VSL holds for this device: the map, the per-slot OOB
     /// mirror and the per-erase-unit tables.
     pub fn host_ram_bytes(&self) -> u64 {
         let per_leb = 4 + 1 + 8 + 8; // valid count, state, age, free-list entry
-        (self.l2p.len() * 4
-            + self.p2l.len() * 4
-            + self.oob_seq.len() * 8
-            + self.valid_bits.len() * 8
-            + self.leb_close_seq.len() * 8
-            + self.leb_valid.len() * per_leb) as u64
+        self.map.ram_bytes()
+            + self.blocks.close_seq_ram_bytes()
+            + (self.map.valid_counts().len() * per_leb) as u64
             + self.pools.as_ref().map_or(0, |p| p.ram_bytes())
-    }
-
-    /// The run of mapped sectors from `i` (before `end`) that lie in one
-    /// write unit: that unit and the run's length; `None` if `i` is unmapped.
-    #[inline]
-    pub(crate) fn unit_run(&self, i: u64, end: u64) -> Option<(u32, u64)> {
-        let psa = self.l2p[i as usize];
-        if psa == UNMAPPED {
-            return None;
-        }
-        let unit = psa / self.spu;
-        let mut n = 1u64;
-        while i + n < end && {
-            let p = self.l2p[(i + n) as usize];
-            p != UNMAPPED && p / self.spu == unit
-        } {
-            n += 1;
-        }
-        Some((unit, n))
     }
 
     fn check_range(&self, start: u64, count: u64) -> Result<(), FtlError> {
@@ -642,12 +532,32 @@ impl Vsl {
         // Legacy GC collects a whole unit whenever a write finds the array
         // idle; paced GC's budget already grows in idle time.
         if self.cfg.gc_mode == GcMode::Legacy
-            && self.free.len() < self.cfg.gc_background_lebs as usize
+            && self.blocks.free_len() < self.cfg.gc_background_lebs as usize
             && self.nand.idle_at(ready)
         {
             self.collect_one(ready);
         }
         let paced = self.cfg.gc_mode == GcMode::Paced;
+        let first_seq = self.stats.host_sectors_written + 1;
+        let t = self.place_host(ready, start, count, first_seq, paced);
+        self.stats.host_sectors_written += count;
+        self.last_io_at = self.last_io_at.max(t);
+        Ok(t)
+    }
+
+    /// Places host sectors `start..start + count`, sequence numbers from
+    /// `first_seq` on, one write unit's worth at a time through the write
+    /// buffer, the data ready at `ready`; with `paced`, paced GC does its
+    /// share after each chunk. Returns when the last chunk was admitted.
+    /// The one placement loop of host writes, plain and atomic.
+    fn place_host(
+        &mut self,
+        ready: Nanos,
+        start: u64,
+        count: u64,
+        first_seq: u64,
+        paced: bool,
+    ) -> Nanos {
         let mut t = ready;
         let mut lba = start;
         let end = start + count;
@@ -655,17 +565,14 @@ impl Vsl {
             let chunk = (end - lba).min(self.spu as u64);
             t = self.admit(t, chunk);
             for l in lba..lba + chunk {
-                let seq = self.stats.host_sectors_written + (l - start) + 1;
-                self.place(t, l as u32, Origin::Host(seq));
+                self.place(t, l as u32, Origin::Host(first_seq + (l - start)));
             }
             if paced {
                 self.pace(t, chunk);
             }
             lba += chunk;
         }
-        self.stats.host_sectors_written += count;
-        self.last_io_at = self.last_io_at.max(t);
-        Ok(t)
+        t
     }
 
     /// Reads `count` sectors from `start`, starting at `ready`. Returns when
@@ -679,19 +586,13 @@ impl Vsl {
         }
         let mut done = ready;
         let open_unit = self.open_unit_id();
-        let mut i = start;
-        let end = start + count;
-        while i < end {
-            let Some((unit, n)) = self.unit_run(i, end) else {
-                i += 1;
-                continue;
-            };
+        let mut runs = UnitRuns::new(start, start + count);
+        while let Some((_, n, unit)) = runs.next(&self.map) {
             if Some(unit) != open_unit && !self.parked_open(unit) {
                 let bank = self.bank_of_unit(unit);
                 let bytes = n * self.cfg.sector_bytes as u64;
                 done = done.max(self.nand.read_unit(ready, bank, bytes));
             }
-            i += n;
         }
         self.stats.host_sectors_read += count;
         Ok(done)
@@ -701,24 +602,15 @@ impl Vsl {
     /// no longer moves them.
     pub fn trim(&mut self, start: u64, count: u64) -> Result<(), FtlError> {
         self.check_range(start, count)?;
-        if let Some(log) = self.power_log.as_mut() {
+        if self.obs.on() {
             let floor = self.stats.host_sectors_written;
-            log.push(PowerEvent::Trimmed {
-                start,
-                count,
-                floor,
-            });
+            self.obs.each(|o| o.trimmed(start, count, floor));
         }
         if self.rel.is_some() {
-            self.rel_before_io(self.last_admit, Some((start, count)), false);
+            self.rel_before_io(self.buffer.last_admit(), Some((start, count)), false);
         }
         for lba in start..start + count {
-            let old = self.l2p[lba as usize];
-            if old != UNMAPPED {
-                self.leb_valid[(old / self.spl) as usize] -= 1;
-                self.clear_valid(old);
-                self.l2p[lba as usize] = UNMAPPED;
-            }
+            self.map.unmap(lba);
         }
         self.stats.host_sectors_trimmed += count;
         Ok(())
@@ -730,36 +622,23 @@ impl Vsl {
     /// overwrite clears. No effect on state or results.
     #[inline]
     pub fn prefetch(&self, lba: u64, deep: bool) {
-        let Some(entry) = self.l2p.get(lba as usize) else {
-            return;
-        };
-        if !deep {
-            prefetch_line(entry);
-        } else if *entry != UNMAPPED {
-            if let Some(word) = self.valid_bits.get((*entry / 64) as usize) {
-                prefetch_line(word);
-            }
-        }
+        self.map.prefetch(lba, deep);
     }
 
     /// Physical slot of a logical sector, if mapped (for tests and tools).
     pub fn lookup(&self, lba: u64) -> Option<u32> {
-        let p = *self.l2p.get(lba as usize)?;
-        (p != UNMAPPED).then_some(p)
+        self.map.lookup(lba)
     }
 
     /// Sequence number of the host write whose data sector `lba` reads back,
     /// or `None` if unwritten. Requires `track_sequence`.
     pub fn read_sequence(&self, lba: u64) -> Option<u64> {
         assert!(self.cfg.track_sequence, "sequence numbers are not tracked");
-        self.lookup(lba).map(|psa| self.oob_seq[psa as usize])
+        self.lookup(lba).map(|psa| self.map.seq_at(psa))
     }
 
     fn open_unit_id(&self) -> Option<u32> {
-        if self.frontier_next.is_multiple_of(self.spu) {
-            return None;
-        }
-        Some((self.frontier_leb * self.spl + self.frontier_next) / self.spu)
+        self.blocks.frontier().open_unit(self.spl, self.spu)
     }
 
     fn bank_of_unit(&self, unit: u32) -> u32 {
@@ -768,27 +647,8 @@ impl Vsl {
 
     /// Waits for room for `n` host sectors in the write buffer (FIFO).
     fn admit(&mut self, ready: Nanos, n: u64) -> Nanos {
-        let mut t = ready.max(self.last_admit);
-        while let Some(&(release, slots)) = self.buffer.front() {
-            if release > t {
-                break;
-            }
-            self.buffer.pop_front();
-            self.buffer_used -= slots as u64;
-        }
-        let mut waited = false;
-        while self.buffer_used + n > self.buffer_cap {
-            let (release, slots) = self
-                .buffer
-                .pop_front()
-                .expect("a full buffer holds programmed units (cap >= 2 units)");
-            t = t.max(release);
-            self.buffer_used -= slots as u64;
-            waited = true;
-        }
+        let (t, waited) = self.buffer.admit(ready, n);
         self.stats.buffer_waits += waited as u64;
-        self.buffer_used += n;
-        self.last_admit = t;
         t
     }
 
@@ -803,7 +663,7 @@ impl Vsl {
         };
         // `while`, not `if`: foreground GC run by opening a unit may fill
         // that unit to the brim with moved data.
-        while self.frontier_next == self.spl {
+        while self.blocks.frontier_full() {
             self.open_next_leb(t, host);
             if let Some(s) = stream {
                 // GC run by opening the unit may have moved another pool's
@@ -811,100 +671,53 @@ impl Vsl {
                 self.switch_stream(s);
             }
         }
-        let psa = self.frontier_leb * self.spl + self.frontier_next;
+        let (psa, leb) = self.blocks.next_slot();
         // A GC move knows where the sector is: skipping the map load keeps
         // the move free of a dependent cache miss.
-        let old = match origin {
-            Origin::Host(_) => self.l2p[lba as usize],
+        let (old, seq) = match origin {
+            Origin::Host(seq) => (self.map.slot_of(lba), seq),
             Origin::Moved(from) => {
-                debug_assert_eq!(self.l2p[lba as usize], from);
-                from
+                debug_assert_eq!(self.map.slot_of(lba), from);
+                (from, self.map.seq_at(from))
             }
         };
-        if old != UNMAPPED {
-            self.leb_valid[(old / self.spl) as usize] -= 1;
-            self.clear_valid(old);
-        }
-        self.set_valid(psa);
-        if !self.oob_seq.is_empty() {
-            self.oob_seq[psa as usize] = match origin {
-                Origin::Host(seq) => seq,
-                Origin::Moved(from) => self.oob_seq[from as usize],
+        self.map.map(lba, psa, leb, old, seq);
+        if self.obs.placements() {
+            let from = match origin {
+                Origin::Host(_) => UNMAPPED,
+                Origin::Moved(from) => from,
             };
-        }
-        self.l2p[lba as usize] = psa;
-        self.p2l[psa as usize] = lba;
-        if let Some(log) = self.power_log.as_mut() {
-            let (seq, from) = match origin {
-                Origin::Host(seq) => (seq, UNMAPPED),
-                Origin::Moved(from) => {
-                    (self.oob_seq.get(from as usize).copied().unwrap_or(0), from)
-                }
-            };
-            log.push(PowerEvent::Placed {
-                psa,
-                lba,
-                seq,
-                from,
-            });
+            self.obs.each(|o| o.placed(psa, lba, seq, from));
         }
         if self.rel.is_some() {
             self.rel_place(t, psa, lba, origin);
         }
-        self.leb_valid[self.frontier_leb as usize] += 1;
-        self.frontier_next += 1;
-        self.open_unit_ready = self.open_unit_ready.max(t);
-        self.open_unit_host_slots += host as u32;
-        if self.frontier_next.is_multiple_of(self.spu) {
+        if self.blocks.fill(t, host) {
             self.program_open_unit();
         }
     }
 
     fn program_open_unit(&mut self) {
-        let unit = (self.frontier_leb * self.spl + self.frontier_next - 1) / self.spu;
-        let done = self
-            .nand
-            .program_unit(self.open_unit_ready, self.bank_of_unit(unit));
-        if let Some(log) = self.power_log.as_mut() {
-            log.push(PowerEvent::Programmed { unit, done });
+        let (unit, ready, host_slots) = self.blocks.take_open_unit();
+        let done = self.nand.program_unit(ready, self.bank_of_unit(unit));
+        if self.obs.on() {
+            self.obs.each(|o| o.programmed(unit, done));
         }
         if self.rel.is_some() {
             self.rel_programmed(unit, done);
         }
-        if self.open_unit_host_slots > 0 {
-            self.buffer.push_back((done, self.open_unit_host_slots));
-        }
-        self.open_unit_ready = Nanos::ZERO;
-        self.open_unit_host_slots = 0;
+        self.buffer.programmed(done, host_slots);
     }
 
     fn open_next_leb(&mut self, t: Nanos, host: bool) {
-        let old = self.frontier_leb as usize;
-        self.leb_state[old] = LebState::Closed;
-        self.leb_closed_at[old] = self.stats.host_sectors_written;
-        if !self.leb_close_seq.is_empty() {
-            self.closes += 1;
-            self.leb_close_seq[old] = self.closes;
-        }
-        if self.free.is_empty() {
-            // A GC group held back is usable at once rather than never.
-            self.release_gc_group();
-        }
-        let Reverse((_, leb)) = self
-            .free
-            .pop()
-            .expect("GC reserve exhausted: the free list is empty");
-        assert_eq!(self.leb_state[leb as usize], LebState::Free);
-        assert_eq!(self.leb_valid[leb as usize], 0);
-        self.leb_state[leb as usize] = LebState::Open;
-        self.frontier_leb = leb;
-        self.frontier_next = 0;
-        self.cohort_pos = (self.cohort_pos + 1) % self.cfg.gc_stall_lebs;
+        self.blocks.close_frontier(self.stats.host_sectors_written);
+        let leb = self.blocks.open_next(self.nand.erase_counts());
+        assert_eq!(self.map.valid(leb), 0);
         if let Some(p) = self.pools.as_mut() {
             p.opened(leb);
         }
-        if let Some(log) = self.power_log.as_mut() {
-            log.push(PowerEvent::Opened { leb });
+        if self.obs.on() {
+            self.obs.each(|o| o.opened(leb));
         }
         // A stall starts when a cohort opens with the free pool
         // (`pool_free`) down to `reserve - stall` units and lasts until the
@@ -925,8 +738,10 @@ impl Vsl {
         // stalls too: its unit has just opened, so the first victim's
         // moves (fewer than a unit) fit in it, and each victim after that
         // takes at most the one free unit it gives back.
-        let exhausted = self.cfg.gc_mode == GcMode::Legacy && self.free.is_empty();
-        if host && (exhausted || (self.cohort_pos == 0 && self.pool_free() <= reserve - stall)) {
+        let exhausted = self.cfg.gc_mode == GcMode::Legacy && self.blocks.free_len() == 0;
+        if host
+            && (exhausted || (self.blocks.cohort_start() && self.pool_free() <= reserve - stall))
+        {
             let mut rounds = 0;
             while self.pool_free() < reserve {
                 rounds += 1;
@@ -939,33 +754,23 @@ impl Vsl {
         }
     }
 
-    /// Free units GC's watermarks and stalls count: the free list less
-    /// the units the frontier's cohort has still to open. A full-size
-    /// card takes a whole erase unit when its log opens one; a scaled
-    /// card's cohort of `k` small units is one full-size unit's bytes, so
-    /// it counts as taken when its first unit opens (without this the
-    /// free pool sat about one full-size unit lower than the full card's).
+    /// Free units GC's watermarks and stalls count
+    /// ([`BlockManager::pool_free`]).
+    #[inline]
     fn pool_free(&self) -> usize {
-        self.free
-            .len()
-            .saturating_sub(self.unopened(self.cohort_pos))
+        self.blocks.pool_free()
     }
 
     /// [`Vsl::pool_free`] once the frontier has moved to the next unit.
+    #[inline]
     fn pool_free_after_open(&self) -> usize {
-        let next = (self.cohort_pos + 1) % self.cfg.gc_stall_lebs;
-        self.free.len().saturating_sub(1 + self.unopened(next))
-    }
-
-    /// Units of the cohort still to open with the frontier at `pos` in it.
-    fn unopened(&self, pos: u32) -> usize {
-        (self.cfg.gc_stall_lebs - 1 - pos) as usize
+        self.blocks.pool_free_after_open()
     }
 
     fn select_victim(&mut self) -> u32 {
         let victim = self.best_victim().expect("no closed erase unit to collect");
         assert!(
-            self.leb_valid[victim as usize] < self.spl,
+            self.map.valid(victim) < self.spl,
             "GC victim is fully valid: the device has no spare space"
         );
         victim
@@ -983,14 +788,14 @@ impl Vsl {
             }
         }
         let only = match self.pools.as_mut() {
-            Some(p) => p.pool_to_collect(&self.leb_state, &self.leb_valid, self.spl),
+            Some(p) => p.pool_to_collect(self.blocks.states(), self.map.valid_counts(), self.spl),
             None => None,
         };
         let mut units = Candidates {
-            state: &self.leb_state,
-            valid: &self.leb_valid,
-            closed_at: &self.leb_closed_at,
-            close_seq: &self.leb_close_seq,
+            state: self.blocks.states(),
+            valid: self.map.valid_counts(),
+            closed_at: self.blocks.closed_at(),
+            close_seq: self.blocks.close_seq(),
             erase_counts: self.nand.erase_counts(),
             capacity: self.spl,
             now: self.stats.host_sectors_written,
@@ -1001,11 +806,11 @@ impl Vsl {
             units.pool = p.leb_stream();
             units.only = only;
         }
-        let leb = self.policy.select(&units, &mut self.gc_prng)?;
+        let leb = self.gc.select(&units)?;
         assert!(
             units.get(leb).is_some(),
             "GC policy {} chose unit {leb}, which is no candidate (closed, a slot stale)",
-            self.policy.name()
+            self.gc.policy_name()
         );
         Some(leb)
     }
@@ -1015,14 +820,14 @@ impl Vsl {
         let counts = self.nand.erase_counts();
         let max = counts.iter().copied().max().unwrap_or(0);
         let (leb, min) = self
-            .leb_state
+            .blocks
+            .states()
             .iter()
             .enumerate()
             .filter(|(_, s)| **s == LebState::Closed)
             .map(|(i, _)| (i as u32, counts[i]))
             .min_by_key(|&(i, c)| (c, i))?;
-        (max - min > self.cfg.wear_level_spread && self.leb_valid[leb as usize] < self.spl)
-            .then_some(leb)
+        (max - min > self.cfg.wear_level_spread && self.map.valid(leb) < self.spl).then_some(leb)
     }
 
     /// Reclaims one erase unit: reads its valid sectors, appends them at the
@@ -1040,15 +845,12 @@ impl Vsl {
         let base = victim * self.spl;
         let sector = self.cfg.sector_bytes as u64;
         let units = self.cfg.geometry.units_per_leb();
-        let mut ready = std::mem::take(&mut self.gc_read_done);
-        let mut valid = std::mem::take(&mut self.gc_valid);
-        ready.clear();
-        valid.clear();
+        let (mut ready, mut valid) = self.gc.take_scratch();
         // Pass 1: find the valid slots of each unit and issue its read.
         for unit in 0..units {
             let first = base + unit * self.spu;
             let before = valid.len();
-            valid.extend((first..first + self.spu).filter(|&psa| self.is_valid(psa)));
+            valid.extend((first..first + self.spu).filter(|&psa| self.map.is_valid(psa)));
             let n = (valid.len() - before) as u64;
             let done = if n == 0 {
                 t
@@ -1061,106 +863,36 @@ impl Vsl {
         // Pass 2: append them at the frontier once their unit's read is done.
         for &psa in &valid {
             let unit = (psa - base) / self.spu;
-            let lba = self.p2l[psa as usize];
+            let lba = self.map.lba_at(psa);
             self.place(ready[unit as usize], lba, Origin::Moved(psa));
         }
         self.stats.gc_sectors_moved += valid.len() as u64;
-        if self.media_log.is_some() {
-            self.log_moves(&valid);
+        if self.obs.on() {
+            for &from in &valid {
+                self.notify_moved(from);
+            }
         }
-        self.gc_valid = valid;
-        self.gc_read_done = ready;
-        assert_eq!(
-            self.leb_valid[victim as usize], 0,
-            "victim still holds data"
-        );
+        self.gc.return_scratch(ready, valid);
+        assert_eq!(self.map.valid(victim), 0, "victim still holds data");
         let done = self.nand.erase_leb(t, victim);
         if self.rel.is_some() {
             self.rel_erased(victim);
         }
-        if let Some(log) = self.media_log.as_mut() {
-            log.push(MediaEvent::Erased { leb: victim });
-        }
-        if let Some(log) = self.power_log.as_mut() {
-            log.push(PowerEvent::Erased { leb: victim, done });
-        }
-        self.leb_state[victim as usize] = LebState::Free;
-        self.free
-            .push(Reverse((self.nand.erase_count(victim), victim)));
-    }
-
-    #[inline]
-    fn is_valid(&self, psa: u32) -> bool {
-        self.valid_bits[(psa / 64) as usize] & (1 << (psa % 64)) != 0
-    }
-
-    #[inline]
-    fn set_valid(&mut self, psa: u32) {
-        self.valid_bits[(psa / 64) as usize] |= 1 << (psa % 64);
-    }
-
-    #[inline]
-    fn clear_valid(&mut self, psa: u32) {
-        self.valid_bits[(psa / 64) as usize] &= !(1 << (psa % 64));
+        self.notify_erased(victim, done);
+        self.blocks.erased(victim, self.nand.erase_count(victim));
     }
 
     /// Cross-checks the map against the block manager; panics with the first
     /// inconsistency. O(capacity): for tests and `--check`.
     pub fn check_consistency(&self) {
-        let mut valid = vec![0u32; self.leb_valid.len()];
-        for (lba, &psa) in self.l2p.iter().enumerate() {
-            if psa == UNMAPPED {
-                continue;
-            }
-            assert_eq!(
-                self.p2l[psa as usize], lba as u32,
-                "p2l disagrees for lba {lba}"
-            );
-            let leb = (psa / self.spl) as usize;
-            assert_ne!(
-                self.leb_state[leb],
-                LebState::Free,
-                "lba {lba} maps into a free unit"
-            );
-            assert_ne!(
-                self.leb_state[leb],
-                LebState::Reserved,
-                "lba {lba} maps into a reserved unit"
-            );
-            assert_ne!(
-                self.leb_state[leb],
-                LebState::Retired,
-                "lba {lba} maps into a retired unit"
-            );
-            valid[leb] += 1;
-        }
-        assert_eq!(valid, self.leb_valid, "valid counts disagree with the map");
-        for psa in 0..self.p2l.len() as u32 {
-            let lba = self.p2l[psa as usize];
-            let current = lba != UNMAPPED && self.l2p[lba as usize] == psa;
-            assert_eq!(
-                self.is_valid(psa),
-                current,
-                "valid bit of slot {psa} is wrong"
-            );
-        }
-        let free_states = self
-            .leb_state
-            .iter()
-            .filter(|s| **s == LebState::Free)
-            .count();
-        assert_eq!(
-            free_states,
-            self.free.len() + self.gc_group.len(),
-            "free list disagrees with unit states"
-        );
-        let open = self
-            .leb_state
-            .iter()
-            .filter(|s| **s == LebState::Open)
-            .count();
+        self.map.check(|leb| match self.blocks.state(leb) {
+            LebState::Free => Some("free"),
+            LebState::Reserved => Some("reserved"),
+            LebState::Retired => Some("retired"),
+            _ => None,
+        });
         let streams = self.pools.as_ref().map_or(1, |p| p.streams());
-        assert_eq!(open, streams, "one open erase unit per stream");
+        self.blocks.check(streams);
     }
 }
 
@@ -1169,7 +901,7 @@ impl Vsl {
 impl Vsl {
     /// Free space in erase units, the open frontier's unused part included.
     fn free_space_lebs(&self) -> f64 {
-        self.free.len() as f64 + (self.spl - self.frontier_next) as f64 / self.spl as f64
+        self.blocks.free_space_lebs()
     }
 
     /// Charges `host` just-written sectors their GC share and does the
@@ -1185,26 +917,19 @@ impl Vsl {
         let high = self.cfg.gc_background_lebs as f64;
         let low = self.cfg.gc_reserve_lebs as f64;
         let burst = (self.spu * self.cfg.geometry.banks) as f64;
-        if t > self.gc_budget_at {
-            let dt = (t - self.gc_budget_at).0 as f64;
-            self.gc_allowance = (self.gc_allowance + dt * self.gc_moves_per_ns).min(burst);
-            self.gc_budget_at = t;
-        }
+        self.gc.top_up(t, burst);
         let free = self.free_space_lebs();
         if free >= high {
-            self.gc_debt = 0.0;
+            self.gc.clear_debt();
             return;
         }
-        if self.victim.is_none() && !self.start_victim() {
+        if !self.gc.collecting() && !self.start_victim() {
             return;
         }
-        let ratio = self.victim.map_or(0.0, |v| v.ratio);
+        let ratio = self.gc.victim().map_or(0.0, |v| v.ratio);
         let urgency = 2.0 * (high - free) / (high - low);
-        self.gc_debt = (self.gc_debt + ratio * urgency * host as f64).min(burst);
-        let owed = self.gc_debt.min(self.gc_allowance).floor();
-        self.gc_debt -= owed;
-        self.gc_allowance -= owed;
-        for _ in 0..owed as u64 {
+        let owed = self.gc.owe(ratio * urgency * host as f64, burst);
+        for _ in 0..owed {
             if !self.paced_move(t) {
                 break;
             }
@@ -1216,21 +941,21 @@ impl Vsl {
     fn paced_move(&mut self, t: Nanos) -> bool {
         if self.pools.is_some() {
             // The check below is about the frontier the moves fill.
-            if self.victim.is_none() && !self.start_victim() {
+            if !self.gc.collecting() && !self.start_victim() {
                 return false;
             }
-            let leb = self.victim.map_or(0, |v| v.leb);
+            let leb = self.gc.victim().map_or(0, |v| v.leb);
             let s = self.pools.as_ref().map_or(0, |p| p.stream_of(leb));
             self.switch_stream(s);
         }
         // Paced moves never take the last reserved units: opening one
         // is left to the host write that then runs foreground GC.
-        let full = self.frontier_next == self.spl;
+        let full = self.blocks.frontier_full();
         let stall_at = (self.cfg.gc_reserve_lebs - self.cfg.gc_stall_lebs) as usize;
         if full && self.pool_free_after_open() <= stall_at {
             return false;
         }
-        if self.victim.is_none() && !self.start_victim() {
+        if !self.gc.collecting() && !self.start_victim() {
             return false;
         }
         self.gc_step(t);
@@ -1248,7 +973,8 @@ impl Vsl {
         }
         let mut clock = (self.last_io_at + IDLE_AFTER).max(self.nand.busy_until());
         let share = self.cfg.gc_share.max(f64::MIN_POSITIVE);
-        let step = Nanos(((share / self.gc_moves_per_ns).ceil() as u64).max(1)).max(self.move_cost);
+        let step =
+            Nanos(((share / self.gc.moves_per_ns()).ceil() as u64).max(1)).max(self.move_cost);
         while clock + step < now
             && self.nand.busy_until() <= now
             && self.free_space_lebs() < self.idle_target_lebs
@@ -1264,35 +990,35 @@ impl Vsl {
         let Some(leb) = self.best_victim() else {
             return false;
         };
-        let valid = self.leb_valid[leb as usize];
+        let valid = self.map.valid(leb);
         if valid >= self.spl {
             return false;
         }
         self.stats.gc_runs += 1;
-        self.gc_reads.clear();
-        self.leb_state[leb as usize] = LebState::Victim;
-        self.victim = Some(Victim {
+        self.gc.clear_reads();
+        self.blocks.mark_victim(leb);
+        self.gc.set_victim(Some(Victim {
             leb,
             next: 0,
             read_unit: u32::MAX,
             read_done: Nanos::ZERO,
             ahead: 0,
             ratio: valid as f64 / (self.spl - valid) as f64,
-        });
+        }));
         true
     }
 
     /// Collects the unit being collected (or a new one) to the end, in the
     /// foreground: the host waits for it (stop-the-world, one unit).
     fn finish_victim(&mut self, t: Nanos) {
-        if self.victim.is_none() && !self.start_victim() {
+        if !self.gc.collecting() && !self.start_victim() {
             // Nothing can be reclaimed: the legacy path reports why.
             self.select_victim();
             return;
         }
-        let leb = self.victim.map(|v| v.leb);
+        let leb = self.gc.victim().map(|v| v.leb);
         let mut steps = 0u64;
-        while self.victim.map(|v| v.leb) == leb {
+        while self.gc.victim().map(|v| v.leb) == leb {
             steps += 1;
             assert!(steps <= self.spl as u64 + 1, "GC makes no progress");
             self.gc_step(t);
@@ -1303,10 +1029,10 @@ impl Vsl {
     /// sector (reading that sector's write unit first, once), or erases it
     /// when none is left.
     fn gc_step(&mut self, t: Nanos) {
-        let mut v = self.victim.expect("a unit is being collected");
+        let mut v = self.gc.victim().expect("a unit is being collected");
         let base = v.leb * self.spl;
-        let Some(psa) = self.next_valid(base + v.next, base + self.spl) else {
-            assert_eq!(self.leb_valid[v.leb as usize], 0, "victim still holds data");
+        let Some(psa) = self.map.next_valid(base + v.next, base + self.spl) else {
+            assert_eq!(self.map.valid(v.leb), 0, "victim still holds data");
             // A group is released whole, and so that the pool stays a whole
             // number of cohorts: the first group after the pool has moved
             // off a multiple of `k` (the usable units are not a whole number
@@ -1314,22 +1040,16 @@ impl Vsl {
             // group's last erase is the one charged a block erase's time,
             // as the full card erases when its victim is done.
             let k = self.cfg.gc_stall_lebs as usize;
-            let group = self.gc_group.len() + 1;
+            let group = self.blocks.gc_group_len() + 1;
             let release = (self.pool_free() + group).is_multiple_of(k) || group >= k;
             let charge = release && self.cfg.gc_stall_lebs == self.cfg.erase_batch;
             let done = self.nand.erase_leb_in_batch(t, v.leb, charge);
             if self.rel.is_some() {
                 self.rel_erased(v.leb);
             }
-            if let Some(log) = self.media_log.as_mut() {
-                log.push(MediaEvent::Erased { leb: v.leb });
-            }
-            if let Some(log) = self.power_log.as_mut() {
-                log.push(PowerEvent::Erased { leb: v.leb, done });
-            }
-            self.leb_state[v.leb as usize] = LebState::Free;
-            self.victim = None;
-            self.gc_group.push(v.leb);
+            self.notify_erased(v.leb, done);
+            self.blocks.erased_into_group(v.leb);
+            self.gc.set_victim(None);
             if release {
                 self.release_gc_group();
             }
@@ -1342,108 +1062,87 @@ impl Vsl {
             if v.ahead <= unit {
                 // Moves skipped past the read-ahead (units emptied by host
                 // overwrites): restart it here.
-                self.gc_reads.clear();
+                self.gc.clear_reads();
                 v.ahead = unit;
             }
             while v.ahead < units && v.ahead <= unit + banks {
                 let first = base + v.ahead * self.spu;
-                let n = self.count_valid(first, first + self.spu) as u64;
+                let n = self.map.count_valid(first, first + self.spu) as u64;
                 if n > 0 {
                     let done =
                         self.nand
                             .read_unit(t, v.ahead % banks, n * self.cfg.sector_bytes as u64);
-                    self.gc_reads.push_back((v.ahead, done));
+                    self.gc.push_read(v.ahead, done);
                 }
                 v.ahead += 1;
             }
-            while self.gc_reads.front().is_some_and(|&(u, _)| u < unit) {
-                self.gc_reads.pop_front();
-            }
-            v.read_done = match self.gc_reads.front() {
-                Some(&(u, done)) if u == unit => done,
-                _ => t,
-            };
+            v.read_done = self.gc.read_of(unit).unwrap_or(t);
             v.read_unit = unit;
         }
         v.next = psa - base + 1;
-        self.victim = Some(v);
+        self.gc.set_victim(Some(v));
         // The map entry a move rewrites is a random access: start loading
         // the one `GC_PREFETCH` slots ahead (stale slots prefetch harmlessly).
-        if let Some(&ahead) = self.p2l.get((psa + GC_PREFETCH) as usize) {
-            if let Some(entry) = self.l2p.get(ahead as usize) {
-                prefetch_line(entry);
-            }
-        }
-        let lba = self.p2l[psa as usize];
+        self.map.prefetch_entry_of_slot(psa + GC_PREFETCH);
+        let lba = self.map.lba_at(psa);
         self.place(v.read_done, lba, Origin::Moved(psa));
         self.stats.gc_sectors_moved += 1;
-        if let Some(log) = self.media_log.as_mut() {
-            let to = self.l2p[lba as usize];
-            let seq = self.oob_seq.get(to as usize).copied().unwrap_or(0);
-            log.push(MediaEvent::Moved {
-                from: psa,
-                to,
-                lba,
-                seq,
-            });
+        if self.obs.on() {
+            self.notify_moved(psa);
         }
     }
 
     /// Puts the units erased in the current GC group on the free list.
     fn release_gc_group(&mut self) {
-        for leb in std::mem::take(&mut self.gc_group) {
-            self.free.push(Reverse((self.nand.erase_count(leb), leb)));
-        }
-    }
-
-    /// First valid slot in `from..end`.
-    fn next_valid(&self, from: u32, end: u32) -> Option<u32> {
-        let mut psa = from;
-        while psa < end {
-            let word = self.valid_bits[(psa / 64) as usize] >> (psa % 64);
-            if word != 0 {
-                let hit = psa + word.trailing_zeros();
-                return (hit < end).then_some(hit);
-            }
-            psa = (psa / 64 + 1) * 64;
-        }
-        None
-    }
-
-    /// Valid slots in `from..end`.
-    fn count_valid(&self, from: u32, end: u32) -> u32 {
-        let mut n = 0;
-        let mut psa = from;
-        while psa < end {
-            let bit = psa % 64;
-            let take = (64 - bit).min(end - psa);
-            let mask = if take == 64 {
-                u64::MAX
-            } else {
-                (1u64 << take) - 1
-            };
-            n += ((self.valid_bits[(psa / 64) as usize] >> bit) & mask).count_ones();
-            psa += take;
-        }
-        n
+        self.blocks.release_gc_group(self.nand.erase_counts());
     }
 }
 
 /// Data-store hooks and recovery: what the real-time serving layer needs to
 /// keep user data by physical slot and rebuild the map after a crash.
 impl Vsl {
-    /// Starts recording [`MediaEvent`]s; drain them with
-    /// [`Vsl::drain_media_log`] after every call that may run GC.
+    /// Starts recording [`MediaEvent`]s (a [`MediaLog`] observer); drain
+    /// them with [`Vsl::drain_media_log`] after every call that may run GC.
     pub fn enable_media_log(&mut self) {
-        if self.media_log.is_none() {
-            self.media_log = Some(Vec::with_capacity(self.spl as usize + 1));
+        if !self.obs.has::<MediaLog>() {
+            self.add_observer(Box::new(MediaLog::with_capacity(self.spl as usize + 1)));
         }
     }
 
     /// Moves the recorded events, oldest first, into `out`.
     pub fn drain_media_log(&mut self, out: &mut Vec<MediaEvent>) {
-        if let Some(log) = self.media_log.as_mut() {
-            out.append(log);
+        if let Some(log) = self.obs.find_mut::<MediaLog>() {
+            log.drain(out);
+        }
+    }
+
+    /// Installs an observer of the media: from now on it hears of every
+    /// placement (if it asks for them), program, erase, GC move, opened
+    /// unit, trim and atomic-write boundary, after the observers installed
+    /// before it.
+    pub fn add_observer(&mut self, o: Box<dyn MediaObserver>) {
+        self.obs.add(o);
+    }
+
+    /// The first installed observer of type `T`, to read what it gathered.
+    pub fn observer_mut<T: 'static>(&mut self) -> Option<&mut T> {
+        self.obs.find_mut::<T>()
+    }
+
+    /// Tells the observers GC moved the sector in slot `from` (placed
+    /// already: the map gives where it went).
+    fn notify_moved(&mut self, from: u32) {
+        let lba = self.map.lba_at(from);
+        let to = self.map.slot_of(lba);
+        let seq = self.map.seq_at(to);
+        self.obs.each(|o| o.moved(from, to, lba, seq));
+    }
+
+    /// Tells the observers erase unit `leb` was erased, done at `done`.
+    #[inline]
+    fn notify_erased(&mut self, leb: u32, done: Nanos) {
+        if self.obs.on() {
+            self.obs.each(|o| o.erased(leb, done));
         }
     }
 
@@ -1454,54 +1153,36 @@ impl Vsl {
 
     /// Physical slots in the device (every erase unit, reserved included).
     pub fn physical_slots(&self) -> u64 {
-        self.p2l.len() as u64
+        self.map.slots() as u64
     }
 
     /// The next `k` free erase units in the order the log opens them
     /// (least erased first), for a store that prepares them ahead.
     pub fn next_free_lebs(&self, k: usize) -> Vec<u32> {
-        let mut v: Vec<(u32, u32)> = self.free.iter().map(|r| r.0).collect();
-        if k < v.len() {
-            v.select_nth_unstable(k);
-            v.truncate(k);
-        }
-        v.sort_unstable();
-        v.into_iter().map(|(_, leb)| leb).collect()
+        self.blocks.next_free(k)
     }
 
     /// Erase units in the device (reserved and retired ones included).
     pub fn lebs(&self) -> u32 {
-        self.leb_state.len() as u32
+        self.blocks.states().len() as u32
     }
 
     /// The valid slots of erase unit `leb` if it is closed (written whole,
     /// not being collected); `None` for a free, open, victim, reserved or
     /// retired unit.
     pub fn closed_valid(&self, leb: u32) -> Option<u32> {
-        (self.leb_state[leb as usize] == LebState::Closed).then(|| self.leb_valid[leb as usize])
+        (self.blocks.state(leb) == LebState::Closed).then(|| self.map.valid(leb))
     }
 
     /// Appends to `out` the runs of erase unit `leb`'s slots that hold no
     /// current data, as `(first slot within the unit, slots)`.
     pub fn stale_runs(&self, leb: u32, out: &mut Vec<(u32, u32)>) {
-        let base = leb * self.spl;
-        let mut i = 0;
-        while i < self.spl {
-            if self.is_valid(base + i) {
-                i += 1;
-                continue;
-            }
-            let from = i;
-            while i < self.spl && !self.is_valid(base + i) {
-                i += 1;
-            }
-            out.push((from, i - from));
-        }
+        self.map.stale_runs(leb, out);
     }
 
     /// True when erase unit `leb` is on the free list (erased, unused).
     pub fn is_free_leb(&self, leb: u32) -> bool {
-        self.leb_state[leb as usize] == LebState::Free
+        self.blocks.state(leb) == LebState::Free
     }
 
     /// Takes worn-out erase unit `leb` out of service for good (block
@@ -1511,13 +1192,12 @@ impl Vsl {
     /// was retired (a unit in use is retired after GC has erased it).
     pub fn retire_leb(&mut self, leb: u32, now: Nanos) -> bool {
         let reserve = self.cfg.gc_reserve_lebs as usize;
-        if !self.is_free_leb(leb) || self.free.len() < reserve {
+        if !self.is_free_leb(leb) || self.blocks.free_len() < reserve {
             return false;
         }
-        self.free.retain(|Reverse((_, l))| *l != leb);
-        self.leb_state[leb as usize] = LebState::Retired;
+        self.blocks.retire_free(leb);
         let mut rounds = 0;
-        while self.free.len() < reserve {
+        while self.blocks.free_len() < reserve {
             rounds += 1;
             assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
             self.collect_one(now);
@@ -1532,40 +1212,27 @@ impl Vsl {
     /// reserve is short, or no reserved unit is left.
     pub fn replace_leb(&mut self, leb: u32) -> Option<u32> {
         let reserve = self.cfg.gc_reserve_lebs as usize;
-        if !self.is_free_leb(leb) || self.free.len() < reserve || self.reserved_lebs_left() == 0 {
+        if !self.is_free_leb(leb)
+            || self.blocks.free_len() < reserve
+            || self.reserved_lebs_left() == 0
+        {
             return None;
         }
-        let spare = self.activate_spare()?;
-        self.free.retain(|Reverse((_, l))| *l != leb);
-        self.leb_state[leb as usize] = LebState::Retired;
+        let spare = self.blocks.activate_spare(self.nand.erase_counts())?;
+        self.blocks.retire_free(leb);
         Some(spare)
-    }
-
-    /// Brings the first reserved erase unit (they sit at the end of the
-    /// address space) into service: it joins the free list. Returns the
-    /// unit, or `None` when no reserved unit is left.
-    fn activate_spare(&mut self) -> Option<u32> {
-        let first = self.cfg.usable_lebs() as usize;
-        let leb = (first..self.leb_state.len())
-            .find(|&l| self.leb_state[l] == LebState::Reserved)? as u32;
-        self.leb_state[leb as usize] = LebState::Free;
-        self.free.push(Reverse((self.nand.erase_count(leb), leb)));
-        Some(leb)
     }
 
     /// Reserved erase units left to bring in as spares.
     pub fn reserved_lebs_left(&self) -> u32 {
-        self.leb_state
-            .iter()
-            .filter(|s| **s == LebState::Reserved)
-            .count() as u32
+        self.blocks.reserved_left()
     }
 
     /// True when erase unit `leb` is in service: free, open, closed or
     /// being collected (not reserved, not retired).
     pub fn in_service(&self, leb: u32) -> bool {
         !matches!(
-            self.leb_state.get(leb as usize),
+            self.blocks.states().get(leb as usize),
             None | Some(LebState::Reserved | LebState::Retired)
         )
     }
@@ -1573,17 +1240,7 @@ impl Vsl {
     /// Out-of-band sequence number recorded with slot `psa` (0 when not
     /// tracked or never programmed).
     pub fn slot_sequence(&self, psa: u32) -> u64 {
-        self.oob_seq.get(psa as usize).copied().unwrap_or(0)
-    }
-
-    fn log_moves(&mut self, moved_from: &[u32]) {
-        let log = self.media_log.as_mut().expect("checked by the caller");
-        for &from in moved_from {
-            let lba = self.p2l[from as usize];
-            let to = self.l2p[lba as usize];
-            let seq = self.oob_seq.get(to as usize).copied().unwrap_or(0);
-            log.push(MediaEvent::Moved { from, to, lba, seq });
-        }
+        self.map.seq_at(psa)
     }
 
     /// Rebuilds a device from the out-of-band records a store scanned, in
@@ -1619,10 +1276,10 @@ impl Vsl {
                 "recovery needs out-of-band sequence numbers (track_sequence)".into(),
             ));
         }
-        let slots = vsl.p2l.len() as u64;
+        let slots = vsl.map.slots() as u64;
         // Records may lie in reserved units brought in as spares.
         let usable_slots = slots;
-        let mut best_seq = vec![0u64; vsl.l2p.len()];
+        let mut best_seq = vec![0u64; vsl.map.sectors()];
         let mut max_seq = seq_floor;
         for r in records {
             if r.psa as u64 >= usable_slots || r.lba as u64 >= vsl.cfg.user_sectors || r.seq == 0 {
@@ -1632,11 +1289,10 @@ impl Vsl {
                 )));
             }
             max_seq = max_seq.max(r.seq);
-            vsl.p2l[r.psa as usize] = r.lba;
-            vsl.oob_seq[r.psa as usize] = r.seq;
+            vsl.map.restore_record(r.psa, r.lba, r.seq);
             if r.seq > best_seq[r.lba as usize] {
                 best_seq[r.lba as usize] = r.seq;
-                vsl.l2p[r.lba as usize] = r.psa;
+                vsl.map.restore_entry(r.lba, r.psa);
             }
         }
         // Without a free erase unit (the cut fell while the log frontier
@@ -1662,40 +1318,21 @@ impl Vsl {
         if let Some(counts) = erase_counts {
             vsl.nand.restore_erase_counts(counts);
         }
-        vsl.leb_valid.iter_mut().for_each(|v| *v = 0);
-        for i in 0..vsl.l2p.len() {
-            let psa = vsl.l2p[i];
-            if psa != UNMAPPED {
-                vsl.leb_valid[(psa / vsl.spl) as usize] += 1;
-                vsl.set_valid(psa);
-            }
-        }
-        vsl.free.clear();
-        // A spare that holds data stays in service; empty ones go back to
-        // the reserve.
-        for leb in vsl.cfg.usable_lebs()..vsl.cfg.geometry.lebs() {
-            if vsl.leb_valid[leb as usize] > 0 {
-                vsl.leb_state[leb as usize] = LebState::Closed;
-            }
+        vsl.map.rebuild_valid();
+        {
+            let Vsl {
+                blocks, map, nand, ..
+            } = &mut vsl;
+            blocks.recover(map.valid_counts(), nand.erase_counts(), resume);
         }
         for leb in 0..vsl.cfg.usable_lebs() {
-            if let Some((r, next)) = resume.filter(|r| r.0 == leb) {
-                vsl.leb_state[r as usize] = LebState::Open;
-                vsl.frontier_leb = r;
-                vsl.frontier_next = next;
-            } else if vsl.leb_valid[leb as usize] > 0 {
-                vsl.leb_state[leb as usize] = LebState::Closed;
-            } else {
-                vsl.leb_state[leb as usize] = LebState::Free;
-                let base = (leb * vsl.spl) as usize;
-                vsl.p2l[base..base + vsl.spl as usize].fill(UNMAPPED);
-                vsl.oob_seq[base..base + vsl.spl as usize].fill(0);
-                vsl.free.push(Reverse((vsl.nand.erase_count(leb), leb)));
+            if vsl.blocks.state(leb) == LebState::Free {
+                vsl.map.clear_leb(leb);
             }
         }
         if resume.is_none() {
-            let Some(Reverse((_, frontier))) = vsl.free.pop() else {
-                let valid: u64 = vsl.leb_valid.iter().map(|&v| v as u64).sum();
+            let Some(_frontier) = vsl.blocks.recover_open() else {
+                let valid: u64 = vsl.map.valid_counts().iter().map(|&v| v as u64).sum();
                 return Err(FtlError::Config(format!(
                     "recovered device has no free erase unit for the log frontier ({} units \
                      hold {valid} valid sectors of {} user sectors, {} slots each; {} records)",
@@ -1705,9 +1342,6 @@ impl Vsl {
                     records.len()
                 )));
             };
-            vsl.leb_state[frontier as usize] = LebState::Open;
-            vsl.frontier_leb = frontier;
-            vsl.frontier_next = 0;
         }
         vsl.stats.host_sectors_written = max_seq;
         Ok(vsl)

@@ -61,7 +61,7 @@ fn run(idle: f64, pause: Nanos, seed: u64) -> (usize, usize, Nanos) {
         t = v.write(t, (x >> 33) % n, 1).unwrap();
     }
     let before = v.free_lebs();
-    let resume = v.nand.busy_until().max(t) + pause;
+    let resume = v.busy_until().max(t) + pause;
     let done = v.write(resume, 0, 1).unwrap();
     v.check_consistency();
     (before, v.free_lebs(), done - resume)

@@ -91,8 +91,7 @@ fn crash_and_recover(seed: u64, sector: u32, policy: GcPolicy, paced: bool) {
         }
         if step % 3001 == 3000 {
             let stats_before = vsl.stats();
-            vsl =
-                Vsl::recover(cfg.clone(), &m.records(), 0, Some(vsl.nand.erase_counts())).unwrap();
+            vsl = Vsl::recover(cfg.clone(), &m.records(), 0, Some(vsl.erase_counts())).unwrap();
             vsl.enable_media_log();
             recoveries += 1;
             // A store erases what recovery freed, as the card would.

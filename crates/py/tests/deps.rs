@@ -1,5 +1,6 @@
 //! The Python package's native module links the model and the lab, not the
-//! attached card's FUSE serving nor the dashboard's web server.
+//! attached card's FUSE serving, the dashboard's web server nor the
+//! real-time engine's io_uring (issue 28).
 
 #[test]
 fn the_python_package_links_no_fuse_and_no_web_server() {
@@ -34,7 +35,9 @@ fn the_python_package_links_no_fuse_and_no_web_server() {
         "the tree lacks the CLI library:\n{tree}"
     );
     assert!(crates.contains(&"lab"), "the tree lacks the lab:\n{tree}");
-    for banned in ["fuser", "tokio", "axum", "hyper", "blockdev", "web"] {
+    for banned in [
+        "fuser", "tokio", "axum", "hyper", "blockdev", "web", "io-uring",
+    ] {
         assert!(
             !crates.contains(&banned),
             "openvsl-py depends on {banned}:\n{tree}"

@@ -70,6 +70,7 @@ impl AlignedBuf {
         AlignedBuf { ptr, layout }
     }
 
+    #[cfg(any(feature = "uring", test))]
     pub(crate) fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr
     }

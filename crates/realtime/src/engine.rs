@@ -5,6 +5,7 @@
 use crate::buffer::AlignedBuf;
 use crate::collect::Meter;
 use crate::RealtimeError;
+#[cfg(feature = "uring")]
 use io_uring::{opcode, types, IoUring};
 use serde::Serialize;
 use std::fs::File;
@@ -57,6 +58,7 @@ pub enum EngineKind {
 
 /// Resolves a choice against the running kernel; the note says why the
 /// fallback was taken.
+#[cfg(feature = "uring")]
 pub(crate) fn pick(choice: EngineChoice) -> Result<(EngineKind, Option<String>), RealtimeError> {
     match choice {
         EngineChoice::Sync => Ok((EngineKind::Sync, None)),
@@ -74,6 +76,30 @@ pub(crate) fn pick(choice: EngineChoice) -> Result<(EngineKind, Option<String>),
                 )),
             )),
         },
+    }
+}
+
+/// Without the `uring` feature: the synchronous engine, or an error when
+/// io_uring is asked for.
+#[cfg(not(feature = "uring"))]
+pub(crate) fn pick(choice: EngineChoice) -> Result<(EngineKind, Option<String>), RealtimeError> {
+    let off = || {
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this build has no io_uring engine (the realtime crate's `uring` feature is off)",
+        )
+    };
+    match choice {
+        EngineChoice::Sync => Ok((EngineKind::Sync, None)),
+        EngineChoice::IoUring => Err(RealtimeError::NoIoUring(off())),
+        EngineChoice::Auto => Ok((
+            EngineKind::Sync,
+            Some(format!(
+                "{}: using the synchronous engine (one blocking I/O per OS thread, \
+                 threads x QD threads)",
+                off()
+            )),
+        )),
     }
 }
 
@@ -123,12 +149,14 @@ fn check(res: io::Result<usize>, io: &Io) -> Result<(), RealtimeError> {
     }
 }
 
+#[cfg(feature = "uring")]
 #[derive(Copy, Clone)]
 struct Slot {
     io: Io,
     issued_ns: u64,
 }
 
+#[cfg(feature = "uring")]
 /// A ring set up as fio's io_uring engine sets its own: cooperative task
 /// running, single issuer and deferred task work (each ring belongs to one
 /// thread, which reaps its own completions), dropping flags an older
@@ -153,6 +181,7 @@ fn new_ring(entries: u32) -> io::Result<IoUring> {
 /// One io_uring worker: a ring and `queue_depth` aligned buffers. The ring
 /// is declared first so it is dropped (and the kernel done with the
 /// buffers) before they are freed.
+#[cfg(feature = "uring")]
 pub(crate) struct UringWorker {
     ring: IoUring,
     bufs: Vec<AlignedBuf>,
@@ -160,6 +189,7 @@ pub(crate) struct UringWorker {
     reaped: Vec<(u64, i32)>,
 }
 
+#[cfg(feature = "uring")]
 impl UringWorker {
     pub(crate) fn new(
         queue_depth: usize,
@@ -331,6 +361,43 @@ impl UringWorker {
             }
         }
         first_err.map_or(Ok(()), Err)
+    }
+}
+
+/// Without the `uring` feature no io_uring worker exists: [`pick`] never
+/// chooses one, and the type has no values.
+#[cfg(not(feature = "uring"))]
+pub(crate) enum UringWorker {}
+
+#[cfg(not(feature = "uring"))]
+impl UringWorker {
+    pub(crate) fn new(
+        _queue_depth: usize,
+        _buf_bytes: usize,
+        _align_bytes: usize,
+        _data: &mut sim::Prng,
+    ) -> Result<UringWorker, RealtimeError> {
+        Err(RealtimeError::NoIoUring(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this build has no io_uring engine (the realtime crate's `uring` feature is off)",
+        )))
+    }
+
+    pub(crate) fn fill_bufs(&mut self, _pattern: crate::FillPattern, _data: &mut sim::Prng) {
+        match *self {}
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn run(
+        self,
+        _fd: RawFd,
+        _submit_batch: usize,
+        _src: &mut dyn IoSource,
+        _meter: &mut Meter,
+        _clock: Clock,
+        _stop: &AtomicBool,
+    ) -> Result<(), RealtimeError> {
+        match self {}
     }
 }
 

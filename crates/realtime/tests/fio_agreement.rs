@@ -20,6 +20,10 @@
 //! against whatever else the two cores are doing). That still fails on a
 //! real accounting error (I/Os counted twice or half, a queue depth not
 //! kept), which no number of retries hides.
+//!
+//! Compares our io_uring engine with fio's: built only with the `uring`
+//! feature (the default).
+#![cfg(feature = "uring")]
 
 use lab::RunOptions;
 use realtime::{DirectMode, EngineChoice, EngineOptions, RealTarget, Target};

@@ -1,28 +1,29 @@
 //! Atomic vectored writes (the card's native API) and the hooks of the
 //! power-cut model (`crate::protect`).
 
-use super::{FtlError, GcMode, LebState, Origin, PowerEvent, Vsl};
+use super::{FtlError, GcMode, LebState, PowerEvent, Vsl};
+use crate::protect::PowerLog;
 use sim::Nanos;
 
 impl Vsl {
-    /// Starts recording [`PowerEvent`]s; drain them with
-    /// [`Vsl::drain_power_log`] after every call.
+    /// Starts recording [`PowerEvent`]s (a [`PowerLog`] observer); drain
+    /// them with [`Vsl::drain_power_log`] after every call.
     pub fn enable_power_log(&mut self) {
-        if self.power_log.is_none() {
-            self.power_log = Some(Vec::with_capacity(4 * self.spu as usize));
+        if !self.obs.has::<PowerLog>() {
+            self.add_observer(Box::new(PowerLog::with_capacity(4 * self.spu as usize)));
         }
     }
 
     /// Moves the recorded events, oldest first, into `out`.
     pub fn drain_power_log(&mut self, out: &mut Vec<PowerEvent>) {
-        if let Some(log) = self.power_log.as_mut() {
-            out.append(log);
+        if let Some(log) = self.obs.find_mut::<PowerLog>() {
+            log.drain(out);
         }
     }
 
     /// The erase unit the log is filling.
     pub fn frontier_leb(&self) -> u32 {
-        self.frontier_leb
+        self.blocks.frontier_leb()
     }
 
     /// Physical slots in one write unit.
@@ -32,7 +33,7 @@ impl Vsl {
 
     /// The largest atomic write, in sectors: the write buffer.
     pub fn max_atomic_sectors(&self) -> u64 {
-        self.buffer_cap
+        self.buffer.cap()
     }
 
     /// Writes every range of `writes` and trims every range of `trims`
@@ -68,47 +69,34 @@ impl Vsl {
             )));
         }
         let total: u64 = writes.iter().map(|r| r.1).sum();
-        if total > self.buffer_cap {
+        if total > self.buffer.cap() {
             return Err(FtlError::Atomic(format!(
                 "{total} sectors exceed the {} sectors of the power-cut-protected buffer",
-                self.buffer_cap
+                self.buffer.cap()
             )));
         }
         self.nand.advance(ready);
         self.make_room(ready, total)?;
-        if total > 0 {
-            if let Some(log) = self.power_log.as_mut() {
-                let first = self.stats.host_sectors_written + 1;
-                log.push(PowerEvent::AtomicBegin {
-                    first,
-                    last: first + total - 1,
-                });
-            }
+        if total > 0 && self.obs.on() {
+            let first = self.stats.host_sectors_written + 1;
+            self.obs.each(|o| o.atomic_begin(first, first + total - 1));
         }
         // The trims first: their notes carry the group, so they count only
         // if the group's last sector reaches the media.
         for &(start, count) in trims {
             self.trim(start, count)?;
         }
+        // No GC while the group is placed: `make_room` made its space.
         let mut t = ready;
         let mut seq = self.stats.host_sectors_written;
         for &(start, count) in writes {
-            let mut lba = start;
-            let end = start + count;
-            while lba < end {
-                let chunk = (end - lba).min(self.spu as u64);
-                t = self.admit(t, chunk);
-                for l in lba..lba + chunk {
-                    seq += 1;
-                    self.place(t, l as u32, Origin::Host(seq));
-                }
-                lba += chunk;
-            }
+            t = self.place_host(t, start, count, seq + 1, false);
+            seq += count;
         }
         self.stats.host_sectors_written += total;
         if total > 0 {
-            if let Some(log) = self.power_log.as_mut() {
-                log.push(PowerEvent::AtomicEnd);
+            if self.obs.on() {
+                self.obs.each(|o| o.atomic_end());
             }
             if self.cfg.gc_mode == GcMode::Paced {
                 self.pace(t, total);
@@ -123,15 +111,16 @@ impl Vsl {
         let needed = sectors.div_ceil(self.spl as u64) as usize + 1;
         let want = self.cfg.gc_reserve_lebs as usize + needed;
         let mut rounds = 0u32;
-        while self.free.len() < want {
+        while self.blocks.free_len() < want {
             rounds += 1;
-            let reclaimable = self.victim.is_some()
+            let reclaimable = self.gc.collecting()
                 || self
-                    .leb_state
+                    .blocks
+                    .states()
                     .iter()
-                    .zip(&self.leb_valid)
+                    .zip(self.map.valid_counts())
                     .any(|(s, &v)| *s == LebState::Closed && v < self.spl);
-            if !reclaimable && !self.gc_group.is_empty() {
+            if !reclaimable && self.blocks.gc_group_len() > 0 {
                 // Erased units held back for their group are usable now.
                 self.release_gc_group();
                 continue;
@@ -144,7 +133,7 @@ impl Vsl {
             match self.cfg.gc_mode {
                 GcMode::Legacy => self.collect_one(t),
                 GcMode::Paced => {
-                    if self.victim.is_none() && !self.start_victim() {
+                    if !self.gc.collecting() && !self.start_victim() {
                         return Err(FtlError::Atomic(format!(
                             "no room for {sectors} sectors: nothing to collect"
                         )));
@@ -162,17 +151,18 @@ impl Vsl {
     pub fn restore_reserve(&mut self, t: Nanos) {
         let want = self.cfg.gc_reserve_lebs as usize;
         for _ in 0..2 * self.cfg.geometry.lebs() {
-            if self.free.len() >= want {
+            if self.blocks.free_len() >= want {
                 return;
             }
-            if !self.gc_group.is_empty() {
+            if self.blocks.gc_group_len() > 0 {
                 self.release_gc_group();
                 continue;
             }
             let reclaimable = self
-                .leb_state
+                .blocks
+                .states()
                 .iter()
-                .zip(&self.leb_valid)
+                .zip(self.map.valid_counts())
                 .any(|(s, &v)| *s == LebState::Closed && v < self.spl);
             if !reclaimable {
                 return;

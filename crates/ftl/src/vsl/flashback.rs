@@ -177,10 +177,8 @@ impl Vsl {
                 cfg.rebuild_share
             )));
         }
-        let slots = self.p2l.len();
-        if self.oob_seq.is_empty() {
-            self.oob_seq = vec![0; slots];
-        }
+        let slots = self.map.slots();
+        self.map.track_sequence();
         let dc = g.data_channels();
         let spd = self.spu.div_ceil(dc);
         let units = slots / self.spu as usize;
@@ -213,9 +211,9 @@ impl Vsl {
                 let unit = leb * upl + u;
                 let mut r = self.rel.take().expect("just set");
                 for psa in unit * self.spu..(unit + 1) * self.spu {
-                    let lba = self.p2l[psa as usize];
+                    let lba = self.map.lba_at(psa);
                     if lba != UNMAPPED {
-                        r.tags[psa as usize] = content_tag(lba, self.oob_seq[psa as usize]);
+                        r.tags[psa as usize] = content_tag(lba, self.map.seq_at(psa));
                     }
                 }
                 self.rel = Some(r);
@@ -351,10 +349,10 @@ impl Vsl {
     }
 
     pub(super) fn programmed_units(&self, leb: u32) -> u32 {
-        if leb == self.frontier_leb {
-            return self.frontier_next / self.spu;
+        if leb == self.blocks.frontier_leb() {
+            return self.blocks.frontier_next() / self.spu;
         }
-        match self.leb_state[leb as usize] {
+        match self.blocks.state(leb) {
             LebState::Free | LebState::Reserved | LebState::Retired => 0,
             _ => self.cfg.geometry.units_per_leb(),
         }
@@ -427,7 +425,7 @@ impl Vsl {
                     self.nand.read_unit(t, bank, bytes);
                 }
                 self.read_tag(&r, from)
-                    .unwrap_or(!content_tag(lba, self.oob_seq[from as usize]))
+                    .unwrap_or(!content_tag(lba, self.map.seq_at(from)))
             }
         };
         r.tags[psa as usize] = tag;
@@ -608,8 +606,8 @@ impl Vsl {
             for row in 0..r.spd {
                 let s = c * r.spd + row;
                 let psa = unit * self.spu + s;
-                if s < self.spu && self.is_valid(psa) {
-                    let lba = self.p2l[psa as usize];
+                if s < self.spu && self.map.is_valid(psa) {
+                    let lba = self.map.lba_at(psa);
                     r.lost.insert(lba);
                     r.lost_ever.insert(lba);
                 }
@@ -702,10 +700,10 @@ impl Vsl {
     fn relocate(&mut self, now: Nanos, lebs: Vec<u32>) {
         let mut keep = Vec::new();
         for leb in lebs {
-            let closed = self.leb_state[leb as usize] == LebState::Closed;
-            if closed && self.free.len() >= self.cfg.gc_reserve_lebs as usize {
+            let closed = self.blocks.state(leb) == LebState::Closed;
+            if closed && self.blocks.free_len() >= self.cfg.gc_reserve_lebs as usize {
                 self.collect_leb(now, leb);
-            } else if self.leb_state[leb as usize] != LebState::Free {
+            } else if self.blocks.state(leb) != LebState::Free {
                 keep.push(leb);
             }
         }
@@ -725,20 +723,15 @@ impl Vsl {
         count: u64,
     ) -> Result<Nanos, FtlError> {
         // With a data store attached (media log on) only writes relocate.
-        self.rel_before_io(ready, None, self.media_log.is_none());
+        self.rel_before_io(ready, None, !self.obs.has::<super::MediaLog>());
         let mut r = self.rel.take().expect("checked by the caller");
         let sector = self.cfg.sector_bytes as u64;
         let mut done = ready;
         let open_unit = self.open_unit_id();
         let mut lost_in_read = 0u64;
         let mut first_lost = None;
-        let mut i = start;
-        let end = start + count;
-        while i < end {
-            let Some((unit, n)) = self.unit_run(i, end) else {
-                i += 1;
-                continue;
-            };
+        let mut runs = super::UnitRuns::new(start, start + count);
+        while let Some((i, n, unit)) = runs.next(&self.map) {
             let upl = self.cfg.geometry.units_per_leb();
             let leb = unit / upl;
             let bank = self.bank_of_unit(unit);
@@ -746,7 +739,7 @@ impl Vsl {
             let mut degraded = 0u64;
             let mut unit_bad = false;
             for lba in i..i + n {
-                let p = self.l2p[lba as usize];
+                let p = self.map.slot_of(lba as u32);
                 if r.lost.contains(&(lba as u32)) {
                     lost_in_read += 1;
                     first_lost.get_or_insert(lba);
@@ -761,7 +754,7 @@ impl Vsl {
                 } else {
                     self.read_tag(&r, p)
                 };
-                let want = content_tag(lba as u32, self.oob_seq[p as usize]);
+                let want = content_tag(lba as u32, self.map.seq_at(p));
                 if got != Some(want) {
                     if got.is_none() {
                         // The stripe lost two members: the sector is lost.
@@ -815,7 +808,7 @@ impl Vsl {
             if unit_bad {
                 for lba in i..i + n {
                     if r.parity_rebuild_off_corrupts() {
-                        let p = self.l2p[lba as usize];
+                        let p = self.map.slot_of(lba as u32);
                         r.tags[p as usize] = !r.tags[p as usize];
                         r.stats.silent_corruptions += 1;
                     } else if r.lost.insert(lba as u32) {
@@ -825,7 +818,6 @@ impl Vsl {
                     }
                 }
             }
-            i += n;
         }
         r.stats.read_errors += (lost_in_read > 0) as u64;
         self.rel = Some(r);

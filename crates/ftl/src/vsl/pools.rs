@@ -6,19 +6,8 @@
 //! parked here and swapped in when the placement policy names them, so the
 //! placement loop, the program path and GC stay written once.
 
+use super::blocks::Frontier;
 use super::{FtlError, LebState, Origin, Placement, Vsl};
-use sim::Nanos;
-use std::cmp::Reverse;
-
-/// One stream's open erase unit, while another stream is being written.
-#[derive(Copy, Clone, Debug, Default)]
-struct Frontier {
-    leb: u32,
-    next: u32,
-    cohort_pos: u32,
-    ready: Nanos,
-    host_slots: u32,
-}
 
 pub(super) struct Pools {
     placement: Box<dyn Placement>,
@@ -168,30 +157,29 @@ impl Vsl {
         if n == 1 {
             return Ok(());
         }
-        if self.rel.is_some() || self.power_log.is_some() {
+        if self.rel.is_some() || self.obs.placements() {
             return Err(FtlError::Config(format!(
                 "placement {} needs one frontier per stream; Flashback and the power-cut model follow one",
                 placement.name()
             )));
         }
         let reserve = self.cfg.gc_reserve_lebs as usize;
-        if self.free.len() < reserve + n {
+        if self.blocks.free_len() < reserve + n {
             return Err(FtlError::Config(format!(
                 "placement {}: {n} streams need {} free erase units beyond the GC reserve of {reserve}, {} are free",
                 placement.name(),
                 n - 1,
-                self.free.len()
+                self.blocks.free_len()
             )));
         }
         let mut frontiers = vec![Frontier::default(); n];
         for f in frontiers.iter_mut().skip(1) {
-            let Reverse((_, leb)) = self.free.pop().expect("checked above");
-            self.leb_state[leb as usize] = LebState::Open;
-            f.leb = leb;
+            let leb = self.blocks.open_for_stream().expect("checked above");
+            *f = Frontier::at(leb);
         }
-        let mut leb_stream = vec![0u8; self.leb_state.len()];
+        let mut leb_stream = vec![0u8; self.blocks.states().len()];
         for (s, f) in frontiers.iter().enumerate().skip(1) {
-            leb_stream[f.leb as usize] = s as u8;
+            leb_stream[f.leb() as usize] = s as u8;
         }
         self.pools = Some(Box::new(Pools {
             placement,
@@ -219,19 +207,20 @@ impl Vsl {
     pub fn pool_stats(&self) -> Vec<PoolStats> {
         let Some(p) = self.pools.as_ref() else {
             let units = self
-                .leb_state
+                .blocks
+                .states()
                 .iter()
                 .filter(|s| matches!(s, LebState::Open | LebState::Closed | LebState::Victim))
                 .count() as u32;
             return vec![PoolStats {
                 stream: 0,
                 units,
-                valid_sectors: self.leb_valid.iter().map(|&v| v as u64).sum(),
+                valid_sectors: self.map.valid_counts().iter().map(|&v| v as u64).sum(),
                 target_units: self.cfg.usable_lebs() as f64,
                 host_share: 1.0,
             }];
         };
-        let (held, data, _) = p.occupancy(&self.leb_state, &self.leb_valid);
+        let (held, data, _) = p.occupancy(self.blocks.states(), self.map.valid_counts());
         (0..p.streams())
             .map(|s| PoolStats {
                 stream: s,
@@ -271,20 +260,8 @@ impl Vsl {
         if p.cur == s {
             return;
         }
-        p.frontiers[p.cur] = Frontier {
-            leb: self.frontier_leb,
-            next: self.frontier_next,
-            cohort_pos: self.cohort_pos,
-            ready: self.open_unit_ready,
-            host_slots: self.open_unit_host_slots,
-        };
-        let f = p.frontiers[s];
+        p.frontiers[p.cur] = self.blocks.swap_frontier(p.frontiers[s]);
         p.cur = s;
-        self.frontier_leb = f.leb;
-        self.frontier_next = f.next;
-        self.cohort_pos = f.cohort_pos;
-        self.open_unit_ready = f.ready;
-        self.open_unit_host_slots = f.host_slots;
     }
 
     /// True when write unit `unit` is the partly filled open unit of a
@@ -294,10 +271,9 @@ impl Vsl {
         let Some(p) = self.pools.as_ref() else {
             return false;
         };
-        p.frontiers.iter().enumerate().any(|(s, f)| {
-            s != p.cur
-                && !f.next.is_multiple_of(self.spu)
-                && (f.leb * self.spl + f.next) / self.spu == unit
-        })
+        p.frontiers
+            .iter()
+            .enumerate()
+            .any(|(s, f)| s != p.cur && f.open_unit(self.spl, self.spu) == Some(unit))
     }
 }
