@@ -112,9 +112,9 @@ fn iops(r: &serde_json::Value) -> f64 {
 #[test]
 fn fit_recovers_a_hidden_reserve_and_predicts_another_format() {
     let dir = tmp("loop");
-    // The hidden card: the 640 MLC with 18 % reserved instead of 12 %.
+    // The hidden card: the 640 MLC with 18 % reserved instead of 10 %.
     let (_, text, _) = vsl(&["devices", "--show", "iodrive-duo-640-mlc"]);
-    let hidden_text = text.replace("reserved_fraction = 0.12", "reserved_fraction = 0.18");
+    let hidden_text = text.replace("reserved_fraction = 0.1\n", "reserved_fraction = 0.18\n");
     assert_ne!(hidden_text, text);
     let hidden = dir.join("hidden.toml");
     std::fs::write(&hidden, hidden_text).unwrap();

@@ -1,6 +1,6 @@
 //! The black-box loop of issue 29 on a real attached card, at a tiny
 //! scale: attach a card from a preset file the lab is not told (the 640 MLC
-//! with 18 % reserved instead of 12 %), measure its loop device with `vsl
+//! with 18 % reserved instead of 10 %), measure its loop device with `vsl
 //! review --target blockdev:`, `vsl fit` the reserve from that review
 //! alone, predict the card at the high-performance format (36 % over-provisioning),
 //! `vsl format` the card to it and measure again. Wall-time measurements on a shared machine: the
@@ -58,7 +58,7 @@ fn black_box_loop_on_an_attached_card() {
     let hidden = dir.join("hidden.toml");
     std::fs::write(
         &hidden,
-        text.replace("reserved_fraction = 0.12", "reserved_fraction = 0.18"),
+        text.replace("reserved_fraction = 0.1\n", "reserved_fraction = 0.18\n"),
     )
     .unwrap();
     let plan = dir.join("plan.toml");

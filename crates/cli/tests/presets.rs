@@ -103,8 +103,8 @@ fn bad_preset_files_are_one_line_naming_the_field() {
             "vsl.gc_share = 1.7 is out of range 0.01..=1",
         ),
         (
-            "reserved_fraction = 0.12",
-            "reserved_fraction = -0.1",
+            "reserved_fraction = 0.1\n",
+            "reserved_fraction = -0.1\n",
             "vsl.reserved_fraction = -0.1 is out of range",
         ),
         (
