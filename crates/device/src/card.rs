@@ -396,7 +396,7 @@ impl Member {
     #[inline]
     fn charge_moves(&mut self, t0: Nanos, moved0: u64, idle0: u64) {
         let idle = self.vsl.gc_idle_moves() - idle0;
-        let moved = self.vsl.gc_sectors_moved() - moved0 - idle;
+        let moved = (self.vsl.gc_sectors_moved() - moved0).saturating_sub(idle);
         if moved > 0 && self.move_ns > 0 {
             self.ctrl_write.reserve(t0, Nanos(moved * self.move_ns));
         }

@@ -975,14 +975,16 @@ impl Vsl {
         let share = self.cfg.gc_share.max(f64::MIN_POSITIVE);
         let step =
             Nanos(((share / self.gc.moves_per_ns()).ceil() as u64).max(1)).max(self.move_cost);
+        let moved_before = self.stats.gc_sectors_moved;
         while clock + step < now
             && self.nand.busy_until() <= now
             && self.free_space_lebs() < self.idle_target_lebs
             && self.paced_move(clock)
         {
-            self.idle_moved += 1;
             clock += step;
         }
+        // Sectors moved, not steps taken: a step may erase the victim.
+        self.idle_moved += self.stats.gc_sectors_moved - moved_before;
     }
 
     /// Picks the next unit to collect; false if none has invalid slots.
