@@ -175,12 +175,17 @@ fn issue4_bad_input_is_one_clear_line() {
 /// True once sysfs names no backing file for loop device `dev`, waiting up
 /// to 10 s: the loop driver releases a device asynchronously, when its
 /// last opener closes it.
-fn loop_free(dev: &str) -> bool {
+/// True once `dev` no longer serves a file under `root` (this test's rig):
+/// unbound, or already taken by another test running beside this one for
+/// a file of its own (`losetup -f` hands out the lowest free device).
+fn loop_free(dev: &str, root: &std::path::Path) -> bool {
     let name = dev.trim_start_matches("/dev/");
     let bound = std::path::PathBuf::from(format!("/sys/block/{name}/loop/backing_file"));
     for _ in 0..1000 {
-        if !bound.exists() {
-            return true;
+        match std::fs::read_to_string(&bound) {
+            Err(_) => return true,
+            Ok(file) if !file.trim().starts_with(&*root.to_string_lossy()) => return true,
+            Ok(_) => {}
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
@@ -253,7 +258,7 @@ fn issue4_detach_finds_an_attachment_whose_state_file_was_deleted() {
     );
     assert!(said.contains("orphaned attachment"), "{said}");
     assert!(!running(pid), "daemon {pid} still runs");
-    assert!(loop_free(&devs[0]), "{} still bound", devs[0]);
+    assert!(loop_free(&devs[0], &rig.root), "{} still bound", devs[0]);
     assert!(!mounted_openvsl(&rig.run_dir), "FUSE mount left behind");
 
     // The daemon was killed too: detach frees the loop device and the mount.
@@ -268,7 +273,7 @@ fn issue4_detach_finds_an_attachment_whose_state_file_was_deleted() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(loop_free(&devs[0]), "{} still bound", devs[0]);
+    assert!(loop_free(&devs[0], &rig.root), "{} still bound", devs[0]);
     assert!(!mounted_openvsl(&rig.run_dir), "FUSE mount left behind");
     // The store attaches again.
     rig.attach(&[]);
@@ -335,7 +340,7 @@ fn issue4_store_lost_under_the_daemon_is_reported_and_cleaned_up() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(said.contains("had died"), "{said}");
-    assert!(loop_free(dev), "{dev} still bound");
+    assert!(loop_free(dev, &rig.root), "{dev} still bound");
     assert!(!mounted_openvsl(&rig.run_dir), "FUSE mount left behind");
     // The damaged store is refused, not silently refilled with zeros.
     let out = rig.vsl(&["attach", "--store", rig.store.to_str().unwrap()]);
