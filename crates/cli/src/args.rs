@@ -295,6 +295,14 @@ pub struct RunArgs {
     /// 0 = buffered I/O through the page cache (fio's --direct).
     #[arg(long, default_value = "1", value_name = "1|0")]
     pub direct: String,
+    /// Real target: what the I/O buffers are made of (fio's --mem).
+    /// pages = ordinary 4 KiB pages, fio's default; huge = 2 MiB pages
+    /// (hugetlbfs if vm.nr_hugepages has some, else transparent huge
+    /// pages), so each buffer is one contiguous segment for the device.
+    /// Large blocks on some devices are faster with huge (compare with
+    /// fio --mem=shmhuge).
+    #[arg(long, default_value = "pages", value_name = "pages|huge")]
+    pub mem: String,
     /// Run the workload for this long before measuring (after
     /// --precondition; virtual time, or wall time on a real --target); not reported.
     #[arg(long, allow_hyphen_values = true)]

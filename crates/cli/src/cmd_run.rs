@@ -687,7 +687,9 @@ fn cfg_label(card: &Card) -> String {
 }
 
 /// The real-target options of `vsl run`.
-fn real_options(a: &RunArgs) -> Result<(realtime::DirectMode, LayoutMode, FillPattern)> {
+fn real_options(
+    a: &RunArgs,
+) -> Result<(realtime::DirectMode, LayoutMode, FillPattern, realtime::IoMem)> {
     let direct = match a.direct.as_str() {
         "1" => realtime::DirectMode::Require,
         "0" => realtime::DirectMode::Off,
@@ -696,17 +698,21 @@ fn real_options(a: &RunArgs) -> Result<(realtime::DirectMode, LayoutMode, FillPa
     let layout = LayoutMode::parse(&a.layout).map_err(|e| anyhow!("--layout: {e}"))?;
     let pattern =
         FillPattern::parse(&a.fill_pattern).map_err(|e| anyhow!("--fill-pattern: {e}"))?;
-    Ok((direct, layout, pattern))
+    let mem = realtime::IoMem::parse(&a.mem).map_err(|e| anyhow!("--mem: {e}"))?;
+    Ok((direct, layout, pattern, mem))
 }
 
 fn run_real(t: &str, a: &RunArgs, step: &Step, progress: &dyn Observer) -> Result<Done> {
     use realtime::{EngineOptions, RealTarget, Target};
     let (opts, warmup_ns) = (step.opts.clone(), step.warmup_ns);
-    let (direct, layout_mode, pattern) = real_options(a)?;
+    let (direct, layout_mode, pattern, mem) = real_options(a)?;
     let target = Target::parse(t)?;
     let rt = RealTarget::open(&target, direct)?;
     let resolved = step.resolve(rt.capacity_bytes(), rt.sector_bytes())?;
-    let engine = EngineOptions::default();
+    let engine = EngineOptions {
+        mem,
+        ..EngineOptions::default()
+    };
     let mut pre_s = 0.0;
     let layout = if a.precondition {
         progress.message("preconditioning: sequential fill of the whole target");
@@ -746,7 +752,7 @@ fn run_real(t: &str, a: &RunArgs, step: &Step, progress: &dyn Observer) -> Resul
         eprintln!("vsl: warning: {}", run.device.measured_on_device.words);
     }
     let device_line = format!(
-        "target    {} (real, wall time) {:.1} GB, {} B sectors, {}, engine {:?}",
+        "target    {} (real, wall time) {:.1} GB, {} B sectors, {}, engine {:?}, buffers in {}",
         t,
         run.info.capacity_bytes as f64 / 1e9,
         run.info.sector_bytes,
@@ -755,7 +761,8 @@ fn run_real(t: &str, a: &RunArgs, step: &Step, progress: &dyn Observer) -> Resul
         } else {
             "buffered"
         },
-        run.info.engine
+        run.info.engine,
+        run.info.io_memory.describe()
     );
     Ok(Done {
         device: serde_json::to_value(&run.info)?,

@@ -54,7 +54,8 @@ pub use layout::{FillPattern, LayoutMode, LayoutProgress, Prepared, Written};
 pub use review::RealReviewTarget;
 pub use target::{DirectMode, RealTarget, Target};
 
-use buffer::AlignedBuf;
+use buffer::IoBuffers;
+pub use buffer::{IoMem, MemBacking};
 use collect::{Collector, Meter, Msg};
 use engine::{sync_worker, Clock, IoSource, UringWorker};
 use lab::{IntervalStats, RunOptions, RunResult};
@@ -81,6 +82,9 @@ pub struct RunInfo {
     pub direct: bool,
     pub capacity_bytes: u64,
     pub sector_bytes: u32,
+    /// What the I/O buffers were made of (`--mem`; the least of the
+    /// workers' when they differ).
+    pub io_memory: MemBacking,
     /// Fallbacks taken and anything else worth telling the user.
     pub notes: Vec<String>,
     /// Wall time from the start of the run to the last worker's exit
@@ -174,7 +178,7 @@ pub fn precondition_fill(target: &Target) -> Result<FillReport, RealtimeError> {
 
 enum Setup {
     Uring(Box<UringWorker>),
-    Sync(AlignedBuf),
+    Sync(IoBuffers),
 }
 
 impl RealTarget {
@@ -222,8 +226,8 @@ impl RealTarget {
         let started = Instant::now();
         let counters = self.watch().snapshot();
         let batch = engine.submit_batch as usize;
-        let (result, fio) = self.drive(
-            (kind, batch),
+        let (result, fio, backing) = self.drive(
+            (kind, batch, engine.mem),
             qd,
             max_block as usize,
             sources,
@@ -236,6 +240,9 @@ impl RealTarget {
             .report(&counters, Issued::from_summary(&result.summary));
         let mut notes = self.notes().to_vec();
         notes.extend(note);
+        if engine.mem == IoMem::Huge && backing == Some(MemBacking::ThpPartial) {
+            notes.push(format!("--mem huge: {}", MemBacking::ThpPartial.describe()));
+        }
         Ok(RealRun {
             device,
             result,
@@ -246,6 +253,7 @@ impl RealTarget {
                 direct: self.direct(),
                 capacity_bytes: self.capacity_bytes(),
                 sector_bytes: self.sector_bytes(),
+                io_memory: backing.unwrap_or(MemBacking::Pages),
                 notes,
                 wall_s: started.elapsed().as_secs_f64(),
             },
@@ -257,15 +265,16 @@ impl RealTarget {
     #[allow(clippy::too_many_arguments)]
     fn drive(
         &self,
-        (kind, batch): (EngineKind, usize),
+        (kind, batch, mem): (EngineKind, usize, IoMem),
         qd: usize,
         buf_bytes: usize,
         sources: Vec<GenSource>,
         data: Vec<Prng>,
         opts: &RunOptions,
         on_interval: &mut dyn FnMut(&IntervalStats),
-    ) -> Result<(RunResult, lab::FioStats), RealtimeError> {
+    ) -> Result<(RunResult, lab::FioStats, Option<MemBacking>), RealtimeError> {
         let workers = sources.len();
+        let backings = std::sync::Mutex::new(Vec::with_capacity(workers));
         let (tx, rx) = channel::<Msg>();
         let stop = AtomicBool::new(false);
         let ready = Barrier::new(workers + 1);
@@ -279,17 +288,26 @@ impl RealTarget {
             let mut handles = Vec::with_capacity(workers);
             for (w, (mut src, mut data)) in sources.into_iter().zip(data).enumerate() {
                 let tx = tx.clone();
-                let (stop, ready, go, start) = (&stop, &ready, &go, &start);
+                let (stop, ready, go, start, backings) = (&stop, &ready, &go, &start, &backings);
                 handles.push(s.spawn(move || {
                     let setup = match kind {
-                        EngineKind::IoUring => UringWorker::new(qd, buf_bytes, align, &mut data)
+                        EngineKind::IoUring => UringWorker::new(qd, buf_bytes, align, mem, &mut data)
                             .map(|u| Setup::Uring(Box::new(u))),
-                        EngineKind::Sync => {
-                            let mut b = AlignedBuf::new(buf_bytes, align);
-                            b.fill_random(&mut data);
-                            Ok(Setup::Sync(b))
-                        }
+                        EngineKind::Sync => IoBuffers::new(1, buf_bytes, align, mem)
+                            .map_err(RealtimeError::Buffers)
+                            .map(|mut b| {
+                                b.fill(FillPattern::Random, &mut data);
+                                Setup::Sync(b)
+                            }),
                     };
+                    let backing = match &setup {
+                        Ok(Setup::Uring(u)) => Some(u.backing()),
+                        Ok(Setup::Sync(b)) => Some(b.backing()),
+                        Err(_) => None,
+                    };
+                    if let Some(b) = backing {
+                        backings.lock().unwrap_or_else(|e| e.into_inner()).push(b);
+                    }
                     ready.wait();
                     go.wait();
                     let clock = Clock {
@@ -326,7 +344,12 @@ impl RealTarget {
                 return Err(RealtimeError::WorkerPanicked);
             }
             let drained_ns = start.get().map_or(0, |s| s.elapsed().as_nanos() as u64);
-            col.finish(drained_ns)
+            let backings = std::mem::take(&mut *backings.lock().unwrap_or_else(|e| e.into_inner()));
+            // The least of the workers': partial huge pages, then pages.
+            let least = [MemBacking::ThpPartial, MemBacking::Pages, MemBacking::Thp, MemBacking::Hugetlb]
+                .into_iter()
+                .find(|b| backings.contains(b));
+            col.finish(drained_ns).map(|(r, f)| (r, f, least))
         })
     }
 
@@ -371,8 +394,13 @@ impl RealTarget {
         let stop = AtomicBool::new(false);
         let r = match kind {
             EngineKind::IoUring => {
-                let mut w =
-                    UringWorker::new(32, block as usize, self.mem_align_bytes(), &mut data)?;
+                let mut w = UringWorker::new(
+                    32,
+                    block as usize,
+                    self.mem_align_bytes(),
+                    IoMem::Pages,
+                    &mut data,
+                )?;
                 w.fill_bufs(pattern, &mut data);
                 w.run(
                     self.file.as_raw_fd(),
@@ -384,8 +412,9 @@ impl RealTarget {
                 )
             }
             EngineKind::Sync => {
-                let mut b = AlignedBuf::new(block as usize, self.mem_align_bytes());
-                b.fill_pattern(pattern, &mut data);
+                let mut b = IoBuffers::new(1, block as usize, self.mem_align_bytes(), IoMem::Pages)
+                    .map_err(RealtimeError::Buffers)?;
+                b.fill(pattern, &mut data);
                 sync_worker(&self.file, b, &mut src, &mut meter, clock, &stop)
             }
         };
