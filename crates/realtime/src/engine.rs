@@ -267,10 +267,26 @@ impl UringWorker {
         true
     }
 
-    /// Submits what is queued, retrying on EINTR / EAGAIN.
+    /// Submits what is queued, retrying on EINTR / EAGAIN. The enter
+    /// carries GETEVENTS without waiting, as fio's io_uring engine does
+    /// (`io_uring_enter(fd, n, 0, IORING_ENTER_GETEVENTS)`): with
+    /// DEFER_TASKRUN the kernel runs a ring's deferred completion work
+    /// only in an enter that asks for events, so a submit without it
+    /// leaves finished I/Os unposted until the next wait. Measured on a
+    /// file on this machine's virtio disk: 4 KiB random writes at
+    /// 2 threads × QD 64 went from 0.6 to 1.0 of fio's IOPS (issue 31).
     fn submit(&mut self) -> io::Result<()> {
+        let getevents = io_uring::EnterFlags::GETEVENTS.bits();
         loop {
-            match self.ring.submit() {
+            let queued = self.ring.submission().len() as u32;
+            // SAFETY: no argument is passed; the queued entries point into
+            // buffers that live as long as the ring.
+            let r = unsafe {
+                self.ring
+                    .submitter()
+                    .enter::<libc::sigset_t>(queued, 0, getevents, None)
+            };
+            match r {
                 Ok(_) => return Ok(()),
                 Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN)) => {}
                 Err(e) => return Err(e),
@@ -328,16 +344,25 @@ impl UringWorker {
         }
         let mut first_err: Option<RealtimeError> = None;
         while inflight > 0 {
-            queued = 0;
-            match self.ring.submit_and_wait(1) {
-                Ok(_) => {}
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN)) => continue,
-                Err(e) => return Err(self.abandon(e)),
-            }
-            let now = clock.now_ns();
+            // Reap what the ring already holds; only when it is empty,
+            // submit what is queued and wait for one (fio's io_uring
+            // engine reaps before it enters to wait, too). With submits
+            // that run the deferred completion work, completions are often
+            // posted by the time the last slot is re-issued, and a wait
+            // per I/O would cost a system call and a sleep each.
             self.reaped.clear();
             let reaped = &mut self.reaped;
             reaped.extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
+            if self.reaped.is_empty() {
+                queued = 0;
+                match self.ring.submit_and_wait(1) {
+                    Ok(_) => {}
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN)) => {}
+                    Err(e) => return Err(self.abandon(e)),
+                }
+                continue;
+            }
+            let now = clock.now_ns();
             let stopping = now >= clock.end_ns || stop.load(Ordering::Relaxed);
             for i in 0..self.reaped.len() {
                 let (slot, res) = self.reaped[i];

@@ -281,28 +281,27 @@ impl RealTarget {
         let go = Barrier::new(workers + 1);
         let start = OnceLock::<Instant>::new();
         let (interval_ns, end_ns) = (opts.interval_ns, opts.duration_ns);
-        let fd = self.file.as_raw_fd();
         let align = self.mem_align_bytes();
-        let file = &self.file;
         std::thread::scope(|s| {
             let mut handles = Vec::with_capacity(workers);
             for (w, (mut src, mut data)) in sources.into_iter().zip(data).enumerate() {
                 let tx = tx.clone();
                 let (stop, ready, go, start, backings) = (&stop, &ready, &go, &start, &backings);
                 handles.push(s.spawn(move || {
-                    let setup = match kind {
+                    let file = self.reopen();
+                    let setup = file.and_then(|f| match kind {
                         EngineKind::IoUring => UringWorker::new(qd, buf_bytes, align, mem, &mut data)
-                            .map(|u| Setup::Uring(Box::new(u))),
+                            .map(|u| (f, Setup::Uring(Box::new(u)))),
                         EngineKind::Sync => IoBuffers::new(1, buf_bytes, align, mem)
                             .map_err(RealtimeError::Buffers)
                             .map(|mut b| {
                                 b.fill(FillPattern::Random, &mut data);
-                                Setup::Sync(b)
+                                (f, Setup::Sync(b))
                             }),
-                    };
+                    });
                     let backing = match &setup {
-                        Ok(Setup::Uring(u)) => Some(u.backing()),
-                        Ok(Setup::Sync(b)) => Some(b.backing()),
+                        Ok((_, Setup::Uring(u))) => Some(u.backing()),
+                        Ok((_, Setup::Sync(b))) => Some(b.backing()),
                         Err(_) => None,
                     };
                     if let Some(b) = backing {
@@ -320,9 +319,11 @@ impl RealTarget {
                             stop.store(true, std::sync::atomic::Ordering::Relaxed);
                             Err(e)
                         }
-                        Ok(Setup::Uring(u)) => u.run(fd, batch, &mut src, &mut meter, clock, stop),
-                        Ok(Setup::Sync(b)) => {
-                            sync_worker(file, b, &mut src, &mut meter, clock, stop)
+                        Ok((f, Setup::Uring(u))) => {
+                            u.run(f.as_raw_fd(), batch, &mut src, &mut meter, clock, stop)
+                        }
+                        Ok((f, Setup::Sync(b))) => {
+                            sync_worker(&f, b, &mut src, &mut meter, clock, stop)
                         }
                     };
                     meter.finish(r);
