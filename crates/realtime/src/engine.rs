@@ -244,6 +244,9 @@ impl UringWorker {
             return false;
         };
         assert!(io.len as usize <= self.bufs.slot_bytes());
+        if !io.is_read {
+            self.bufs.stamp(slot, io.offset, io.len as usize);
+        }
         let ptr = self.bufs.slot_ptr(slot);
         let len = io.len as u32;
         let entry = if io.is_read {
@@ -451,6 +454,9 @@ pub(crate) fn sync_worker(
             return Ok(());
         };
         let len = io.len as usize;
+        if !io.is_read {
+            buf.stamp(0, io.offset, len);
+        }
         let t0 = clock.now_ns();
         let res = loop {
             let r = if io.is_read {
