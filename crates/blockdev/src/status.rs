@@ -168,6 +168,12 @@ pub struct MemberStatus {
     /// Free erase units over all, percent.
     #[serde(default)]
     pub free_space_pct: f64,
+    /// The running model's GC victim policy and data placement (empty
+    /// from daemons of earlier versions).
+    #[serde(default)]
+    pub gc_policy: String,
+    #[serde(default)]
+    pub placement: String,
 }
 
 /// [`MemberStatus::prefault`].
@@ -363,6 +369,8 @@ impl Sampler {
                     lead_trim_read_us: e.lead.extra_ns() as f64 / 1e3,
                     latency_histogram: hist,
                     free_space_pct: e.free_space_pct(),
+                    gc_policy: e.policies().0,
+                    placement: e.policies().1,
                 }
             })
             .collect();
