@@ -168,6 +168,60 @@ pub struct MemberStatus {
     /// Free erase units over all, percent.
     #[serde(default)]
     pub free_space_pct: f64,
+    /// Where the reads' and the writes' wall time went, since attach.
+    #[serde(default)]
+    pub wall_split: WallSplit,
+}
+
+/// [`MemberStatus::wall_split`]: per op, the means (µs) of
+/// `wall = before_model + model - lead + late` ([`crate::counters::Split`]).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct WallSplit {
+    pub read: OpSplit,
+    pub write: OpSplit,
+}
+
+/// One op's [`WallSplit`].
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct OpSplit {
+    pub count: u64,
+    /// Receipt to answer.
+    pub wall_us: f64,
+    /// Receipt to the model's submission.
+    pub before_model_us: f64,
+    pub before_model_p99_us: f64,
+    /// The model's latency.
+    pub model_us: f64,
+    /// How much before the model's completion the answer was due (the
+    /// probed kernel path, and for reads the trimmed extra).
+    pub lead_us: f64,
+    /// The answer after it was due.
+    pub late_us: f64,
+    pub late_p99_us: f64,
+}
+
+impl OpSplit {
+    fn of(s: &crate::counters::Split) -> OpSplit {
+        let n = s.count.max(1) as f64;
+        let us = |ns: u64| ns as f64 / n / 1e3;
+        let p99 = |h: &Histogram<u64>| {
+            if h.is_empty() {
+                0.0
+            } else {
+                h.value_at_quantile(0.99) as f64 / 1e3
+            }
+        };
+        OpSplit {
+            count: s.count,
+            wall_us: us(s.wall_ns),
+            before_model_us: us(s.before_model_ns),
+            before_model_p99_us: p99(&s.before_model),
+            model_us: us(s.model_ns),
+            lead_us: us(s.lead_ns),
+            late_us: us(s.late_ns),
+            late_p99_us: p99(&s.late),
+        }
+    }
 }
 
 /// [`MemberStatus::prefault`].
@@ -287,7 +341,7 @@ impl Sampler {
                 let c = &e.counters;
                 let host = f.host_sectors_written - self.base_host[i];
                 let moved = f.gc_sectors_moved - self.base_moved[i];
-                let (rl, wl, late, mr, mw, sv, fl, hist) = {
+                let (rl, wl, late, mr, mw, sv, fl, hist, split) = {
                     let l = c.latency.lock().unwrap_or_else(|p| p.into_inner());
                     (
                         Percentiles::of(&l.read_total),
@@ -298,6 +352,10 @@ impl Sampler {
                         Percentiles::of(&l.service),
                         Percentiles::of(&l.flush),
                         LatencyHistogram::of(&l.read_total, &l.write_total),
+                        WallSplit {
+                            read: OpSplit::of(&l.split[0]),
+                            write: OpSplit::of(&l.split[1]),
+                        },
                     )
                 };
                 let late_n = c.late_count.load(Relaxed).max(1);
@@ -363,6 +421,7 @@ impl Sampler {
                     lead_trim_read_us: e.lead.extra_ns() as f64 / 1e3,
                     latency_histogram: hist,
                     free_space_pct: e.free_space_pct(),
+                    wall_split: split,
                 }
             })
             .collect();

@@ -13,6 +13,9 @@
 //!   the read mix come from one [`workload::Generator`] per thread, seeded
 //!   from `opts.seed` exactly as `lab::run` seeds them. Per-thread interval
 //!   windows are merged at interval boundaries into [`lab::IntervalStats`].
+//!   [`RealTarget::run_open`]: open loop, each worker issuing
+//!   arrivals at its share of an [`OpenRate`] (fio's `rate_iops` /
+//!   `rate_process`, `thinktime_iotime` [`Bursts`]).
 //!   [`RealRun`] adds what a real run needs said: the engine used
 //!   ([`EngineKind`]), direct or buffered, and any fallback taken.
 //! - [`RealTarget::precondition_fill`] / [`precondition_fill`] /
@@ -56,7 +59,7 @@ pub use target::{DirectMode, RealTarget, Target};
 
 use buffer::AlignedBuf;
 use collect::{Collector, Meter, Msg};
-use engine::{sync_worker, Clock, IoSource, UringWorker};
+use engine::{sync_worker, sync_worker_paced, Clock, IoSource, UringWorker};
 use lab::{IntervalStats, RunOptions, RunResult};
 use serde::Serialize;
 use sim::Prng;
@@ -98,6 +101,57 @@ pub struct RealRun {
     /// Per direction, for fio's JSON.
     #[serde(skip)]
     pub fio: lab::FioStats,
+}
+
+/// An open-loop rate for a real run ([`RealTarget::run_open`]): fio's
+/// `rate_iops`/`rate` with `rate_process`, and `thinktime_iotime` bursts.
+/// Each worker (an io_uring thread, or each OS thread of the synchronous
+/// engine) arrives at its share of `iops`; see the `engine::paced` module
+/// for the semantics.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct OpenRate {
+    /// I/Os per second offered, every worker together.
+    pub iops: f64,
+    /// Exponential gaps (fio's `rate_process=poisson`), else even ones.
+    pub poisson: bool,
+    /// On/off windows from the run's start.
+    pub bursts: Option<Bursts>,
+}
+
+/// fio's `thinktime_iotime` bursts of a rate: issue for `on_ns`, stall for
+/// `off_ns`, again and again ([`lab::bursts::OnOff`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Bursts {
+    pub on_ns: u64,
+    pub off_ns: u64,
+    /// fio's default: a stall's arrivals go out when it ends; else
+    /// (`rate_ignore_thinktime`) they are skipped.
+    pub catch_up: bool,
+}
+
+impl OpenRate {
+    /// Runs `f` on one worker's arrivals: its generator and stream at its
+    /// share of the rate, in bursts if asked.
+    fn arrivals<R>(
+        &self,
+        src: GenSource,
+        workers: usize,
+        f: impl FnOnce(&mut dyn lab::openloop::Arrivals) -> Result<R, RealtimeError>,
+    ) -> Result<R, RealtimeError> {
+        let mut rated = lab::openloop::RateArrivals::with_generator(
+            src.gen,
+            src.prng,
+            self.iops / workers as f64,
+            self.poisson,
+        )
+        .map_err(|e| RealtimeError::Options(e.to_string()))?;
+        match self.bursts {
+            None => f(&mut rated),
+            Some(b) => f(&mut lab::bursts::OnOff::new(
+                &mut rated, b.on_ns, b.off_ns, b.catch_up,
+            )),
+        }
+    }
 }
 
 /// What a precondition fill did.
@@ -189,6 +243,38 @@ impl RealTarget {
         engine: &EngineOptions,
         on_interval: &mut dyn FnMut(&IntervalStats),
     ) -> Result<RealRun, RealtimeError> {
+        self.run_with(spec, opts, engine, None, on_interval)
+    }
+
+    /// [`Self::run`] open loop: arrivals at `rate` (every worker together),
+    /// at most `opts.threads` × `opts.queue_depth` I/Os in flight. The
+    /// result's latencies count from each I/O's scheduled arrival; its fio
+    /// statistics from the issue, as fio reports a rate-limited job.
+    pub fn run_open(
+        &self,
+        spec: &WorkloadSpec,
+        opts: &RunOptions,
+        engine: &EngineOptions,
+        rate: &OpenRate,
+        on_interval: &mut dyn FnMut(&IntervalStats),
+    ) -> Result<RealRun, RealtimeError> {
+        if !(rate.iops.is_finite() && rate.iops > 0.0) {
+            return Err(RealtimeError::Options(format!(
+                "the offered rate {} IOPS is not a positive number",
+                rate.iops
+            )));
+        }
+        self.run_with(spec, opts, engine, Some(rate), on_interval)
+    }
+
+    fn run_with(
+        &self,
+        spec: &WorkloadSpec,
+        opts: &RunOptions,
+        engine: &EngineOptions,
+        rate: Option<&OpenRate>,
+        on_interval: &mut dyn FnMut(&IntervalStats),
+    ) -> Result<RealRun, RealtimeError> {
         opts.validate()?;
         let spec = spec.resolve(self.capacity_bytes(), self.sector_bytes())?;
         let max_block = spec.block_sizes.max();
@@ -223,7 +309,7 @@ impl RealTarget {
         let counters = self.watch().snapshot();
         let batch = engine.submit_batch as usize;
         let (result, fio) = self.drive(
-            (kind, batch),
+            (kind, batch, rate.copied()),
             qd,
             max_block as usize,
             sources,
@@ -257,7 +343,7 @@ impl RealTarget {
     #[allow(clippy::too_many_arguments)]
     fn drive(
         &self,
-        (kind, batch): (EngineKind, usize),
+        (kind, batch, rate): (EngineKind, usize, Option<OpenRate>),
         qd: usize,
         buf_bytes: usize,
         sources: Vec<GenSource>,
@@ -297,15 +383,23 @@ impl RealTarget {
                         end_ns,
                     };
                     let mut meter = Meter::new(tx, w, interval_ns, end_ns);
-                    let r = match setup {
-                        Err(e) => {
+                    let r = match (setup, rate) {
+                        (Err(e), _) => {
                             stop.store(true, std::sync::atomic::Ordering::Relaxed);
                             Err(e)
                         }
-                        Ok(Setup::Uring(u)) => u.run(fd, batch, &mut src, &mut meter, clock, stop),
-                        Ok(Setup::Sync(b)) => {
+                        (Ok(Setup::Uring(u)), None) => {
+                            u.run(fd, batch, &mut src, &mut meter, clock, stop)
+                        }
+                        (Ok(Setup::Sync(b)), None) => {
                             sync_worker(file, b, &mut src, &mut meter, clock, stop)
                         }
+                        (Ok(Setup::Uring(u)), Some(rate)) => rate.arrivals(src, workers, |a| {
+                            u.run_paced(fd, a, &mut meter, clock, stop)
+                        }),
+                        (Ok(Setup::Sync(b)), Some(rate)) => rate.arrivals(src, workers, |a| {
+                            sync_worker_paced(file, b, a, &mut meter, clock, stop)
+                        }),
                     };
                     meter.finish(r);
                 }));
