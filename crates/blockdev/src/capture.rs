@@ -22,8 +22,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -43,6 +42,11 @@ pub const HOLD: Duration = Duration::from_millis(1000);
 /// Events held in the writer at most (then the oldest are written even if
 /// younger than [`HOLD`]; a later, earlier event counts as out of order).
 const HELD_MAX: usize = 1 << 20;
+/// The writer holds events in buckets of this much time, each sorted when
+/// it is written: pushing is an append, and sorting a bucket of a few
+/// hundred events stays in the cache (a heap of a second's events did not:
+/// its pops were most of the writer's time).
+const BUCKET_NS: u64 = 1_000_000;
 /// How often the writer takes what the serving threads' buffers hold.
 /// Each poll is a wake-up of the writer's thread: 5 ms polls cost an idle
 /// pgbench run a tenth of the daemon's CPU. Control requests (start, stop)
@@ -541,6 +545,64 @@ impl Ord for Event {
     }
 }
 
+/// Events waiting to be written, in buckets of [`BUCKET_NS`] by time:
+/// bucket `base + i` holds the events of [i × BUCKET_NS, (i + 1) ×
+/// BUCKET_NS) after `base`'s start.
+#[derive(Default)]
+struct Held {
+    base: u64,
+    buckets: VecDeque<Vec<Event>>,
+    /// Events of buckets already written.
+    late: Vec<Event>,
+    len: usize,
+    /// Emptied buckets, kept for their capacity.
+    spare: Vec<Vec<Event>>,
+}
+
+impl Held {
+    fn push(&mut self, e: Event) {
+        let idx = e.at / BUCKET_NS;
+        if idx < self.base {
+            self.late.push(e);
+            return;
+        }
+        let i = (idx - self.base) as usize;
+        while self.buckets.len() <= i {
+            let b = self.spare.pop().unwrap_or_default();
+            self.buckets.push_back(b);
+        }
+        self.buckets[i].push(e);
+        self.len += 1;
+    }
+
+    /// The oldest bucket if it ends by bucket `upto`, or while more than
+    /// `max` events are held; the next bucket becomes the oldest.
+    fn pop_due(&mut self, upto: u64, max: usize) -> Option<Vec<Event>> {
+        if self.base >= upto && self.len <= max {
+            return None;
+        }
+        match self.buckets.pop_front() {
+            Some(b) => {
+                self.base += 1;
+                self.len -= b.len();
+                Some(b)
+            }
+            None => {
+                // Nothing held: the next event starts from `upto`.
+                if upto != u64::MAX {
+                    self.base = self.base.max(upto);
+                }
+                None
+            }
+        }
+    }
+
+    fn recycle(&mut self, mut b: Vec<Event>) {
+        b.clear();
+        self.spare.push(b);
+    }
+}
+
 /// A device's text, formatted once: the blkparse line's `maj,min cpu `
 /// prefix and its `[ioDimmN]` tag, and the iolog's file name.
 struct DevText {
@@ -579,7 +641,7 @@ struct Sink {
     t0: Instant,
     iolog: Option<Rotating>,
     blkparse: Option<Rotating>,
-    held: BinaryHeap<Reverse<Event>>,
+    held: Held,
     n: u64,
     last_written: Option<u64>,
     seq: u64,
@@ -617,7 +679,7 @@ impl Sink {
             t0: Instant::now(),
             iolog,
             blkparse,
-            held: BinaryHeap::new(),
+            held: Held::default(),
             n: 0,
             last_written: None,
             seq: 0,
@@ -627,7 +689,7 @@ impl Sink {
 
     fn push(&mut self, r: &TraceRecord) {
         for (complete, at) in [(0, r.arrival), (COMPLETE_BIT, r.completion)] {
-            self.held.push(Reverse(Event {
+            let e = Event {
                 at: self.ns(at),
                 tie: complete | self.n,
                 offset: r.offset,
@@ -635,21 +697,29 @@ impl Sink {
                 member: r.member,
                 errno: r.errno,
                 op: r.op,
-            }));
+            };
+            self.held.push(e);
             self.n += 1;
         }
     }
 
-    /// Writes the events that happened before `before` ns (all with
-    /// `None`), and the oldest beyond [`HELD_MAX`].
+    /// Writes the events of the buckets that end by `before` ns (all with
+    /// `None`), and the oldest beyond [`HELD_MAX`]; first any event that
+    /// came after its bucket was written (out of order).
     fn write_due(&mut self, before: Option<u64>, c: &Counters) -> std::io::Result<()> {
-        while let Some(Reverse(e)) = self.held.peek().copied() {
-            let due = before.is_none_or(|b| e.at < b) || self.held.len() > HELD_MAX;
-            if !due {
-                break;
-            }
-            self.held.pop();
+        let mut late = std::mem::take(&mut self.held.late);
+        late.sort_unstable();
+        for e in late.drain(..) {
             self.write_event(&e, c)?;
+        }
+        self.held.late = late;
+        let upto = before.map_or(u64::MAX, |b| b / BUCKET_NS);
+        while let Some(mut bucket) = self.held.pop_due(upto, HELD_MAX) {
+            bucket.sort_unstable();
+            for e in &bucket {
+                self.write_event(e, c)?;
+            }
+            self.held.recycle(bucket);
         }
         Ok(())
     }
