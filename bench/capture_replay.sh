@@ -59,8 +59,16 @@ t_start=$(date -u +%H:%M)
 dev=$("$VSL" attach --store "$work/store" --device iodrive-duo-640-mlc --member 0 \
   --scale "$SCALE_CARD" --format "$FORMAT" --trace "$work/trace" ${ATTACH_OPTS:-} | cut -f1)
 echo "attached $dev (iodrive-duo-640-mlc ioDimm 0, --scale $SCALE_CARD, --format $FORMAT), tracing to $work/trace" >&2
+if [ -n "${DAEMON_NICE:-}" ]; then
+  # An experiment: every thread of the daemon at this nice value.
+  daemon=$(python3 -c 'import json,glob; print(json.load(open(glob.glob("'"$work"'/run/*/state.json")[0]))["pid"])')
+  for t in /proc/"$daemon"/task/*; do renice -n "$DAEMON_NICE" -p "${t##*/}" >/dev/null; done
+  echo "the daemon's threads at nice $DAEMON_NICE" >&2
+fi
+cp "/sys/block/$(basename "$dev")/stat" "$work/diskstat.0"
 block=none
-blk_trace_start "$dev" "$work/block.trace" && block=$work/block.trace
+fuse_mnt=$(python3 -c 'import json,glob; print(json.load(open(glob.glob("'"$work"'/run/*/state.json")[0]))["mountpoint"])')
+blk_trace_start "$dev" "$work/block.trace" "$fuse_mnt" && block=$work/block.trace
 pg_on "$dev" -c shared_buffers="$SHARED_BUFFERS"
 pgbench_init "$PGSCALE"
 # The client's cached pages of the database go with the mount.
@@ -73,7 +81,7 @@ echo "pgbench -s $PGSCALE (shared_buffers $SHARED_BUFFERS), $CLIENTS clients, ${
 pg_stop
 unmount_mnt
 blk_trace_stop
-cp "/sys/block/$(basename "$dev")/stat" "$work/diskstat"
+cp "/sys/block/$(basename "$dev")/stat" "$work/diskstat.1"
 # The daemon's histograms after the last request, then the capture closed.
 "$DAEMON_CLI" status --json >"$work/status.json"
 "$VSL" trace status "$dev" --json >"$work/trace_status.json"
@@ -144,11 +152,34 @@ def block_events():
             t, kind, rwbs, sector, n = m.groups()
             op = ("discard" if "D" in rwbs else "read" if "R" in rwbs else
                   "write" if "W" in rwbs else "flush" if "F" in rwbs else "other")
-            yield float(t), kind == "issue", op, (rwbs, sector, n)
+            # A flush's issue says sector 0, its completion -1.
+            key = (rwbs,) if op == "flush" else (rwbs, sector, n)
+            yield float(t), kind == "issue", op, key
 block, block_open = matched(block_events()) if block_file != "none" else ({}, 0)
 
-d = open(f"{work}/diskstat").read().split()
-diskstat = {"read": (int(d[0]), int(d[3])), "write": (int(d[4]), int(d[7]))}
+# The FUSE round trip (the kernel's fuse_request_send -> fuse_request_end
+# of the daemon's connection): the daemon's view plus its pickup of the
+# request and the delivery of its answer.
+fev = re.compile(r"\s([\d.]+):\s+fuse_request_(send|end):\s+connection \d+ req (\d+)(?: opcode \d+ \((\w+)\))?")
+def fuse_events():
+    ops = {}
+    with open(block_file) as f:
+        for line in f:
+            m = fev.search(line)
+            if not m:
+                continue
+            t, kind, req, opcode = m.groups()
+            if kind == "send":
+                ops[req] = {"FUSE_READ": "read", "FUSE_WRITE": "write", "FUSE_FSYNC": "flush",
+                            "FUSE_FALLOCATE": "discard"}.get(opcode, "other")
+            op = ops.get(req, "other")
+            yield float(t), kind == "send", op, (req,)
+fuse, fuse_open = matched(fuse_events()) if block_file != "none" else ({}, 0)
+
+# The loop device's counters run from its creation: the difference over
+# the attachment.
+d0, d1 = ([int(x) for x in open(f"{work}/diskstat.{w}").read().split()] for w in ("0", "1"))
+diskstat = {"read": (d1[0] - d0[0], d1[3] - d0[3]), "write": (d1[4] - d0[4], d1[7] - d0[7])}
 st = json.load(open(f"{work}/status.json"))
 m = st[0]["members"][0]
 model = {"read": m["model_read_latency"], "write": m["model_write_latency"]}
@@ -163,6 +194,7 @@ print(f"trace: {run['trace']['records']} requests, {ts.get('dropped')} dropped, 
       f"replay {run['issued']} issued, {run['waited']} waited in the host queue")
 out = {"setup": setup, "tps": float(tps or 0), "load_after": load_after, "block": block,
        "daemon": daemon, "model": model, "replay": replay, "split": m.get("wall_split"), "rows": []}
+out["fuse"] = fuse
 print(f"{'op':<7}{'figure':<7}{'replay':>9}{'block':>9}{'ratio':>7}{'daemon':>9}{'ratio':>7}"
       f"{'model':>9}{'ratio':>7}  counts replay/block/daemon/model")
 for op in ("read", "write"):
@@ -178,6 +210,15 @@ for op in ("read", "write"):
         cells = "".join(f"{x:>9.1f}{q:>7.3f}" for x, q in zip(refs, ratios))
         print(f"{op:<7}{fig[:-3]:<7}{r:>9.1f}{cells}  {replay[op]['count']}/"
               f"{block.get(op, {}).get('count', 0)}/{daemon.get(op, {}).get('count', 0)}/{model[op]['count']}")
+if fuse:
+    print("where the block layer's time goes, means (us): block = loop path + FUSE round trip; "
+          "FUSE round trip = the daemon's pickup and answer delivery + the daemon's wall time")
+    for op in ("read", "write", "flush"):
+        b, f, d = block.get(op), fuse.get(op), daemon.get(op)
+        if b and f and d:
+            print(f"  {op:<6} block {b['mean_us']:8.1f} = loop {b['mean_us'] - f['mean_us']:8.1f} + FUSE {f['mean_us']:8.1f}"
+                  f" = loop + (pickup/delivery {f['mean_us'] - d['mean_us']:8.1f} + daemon {d['mean_us']:8.1f})"
+                  f"   [block {b['count']}, FUSE {f['count']}, daemon {d['count']}]")
 for op, (n, ms) in diskstat.items():
     if n:
         print(f"{op}: the loop device's own counters (/sys/block/*/stat) give {n} requests, mean {1e3 * ms / n:.1f} us")
@@ -193,7 +234,8 @@ if sp:
         s = sp[op]
         print(f"  {op:<6}{s['wall_us']:8.1f} = {s['before_model_us']:6.1f} (p99 {s['before_model_p99_us']:.0f})"
               f" + {s['model_us']:7.1f} - {s['lead_us']:5.1f} + {s['late_us']:6.1f} (p99 {s['late_p99_us']:.0f})"
-              f"   [{s['count']} I/Os]")
+              f"   [{s['count']} I/Os]; late at the engine's return {s['late_at_return_us']:.1f}, "
+              f"the engine's own time after submission {s['engine_us']:.1f} (p99 {s['engine_p99_us']:.0f})")
 late, svc = m["emulator_late"], m["service_latency"]
 print(f"daemon: late mean {late['mean_us']:.1f} us, p99 {late['p99_us']:.1f} us; its own work per I/O "
       f"mean {svc['mean_us']:.1f} us; flush (store sync) mean {m['flush_latency']['mean_us']:.1f} us; "

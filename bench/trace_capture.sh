@@ -15,11 +15,12 @@
 # CLIENTS (8), SCALE_CARD (0.01), NO_BUILD=1 (use target/release as is),
 # TRACE_DIR (where the trace goes; default next to the store, on the same
 # filesystem, whose journal commits the store's fdatasyncs share), PARTS
-# (fio,pgbench).
+# (fio,pgbench), BIN (the vsl-blockdev binary to measure, e.g. an older
+# build for an A/B).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -n "${NO_BUILD:-}" ] || cargo build --release -q -p blockdev
-BIN=$PWD/target/release/vsl-blockdev
+BIN=${BIN:-$PWD/target/release/vsl-blockdev}
 ROUNDS=${ROUNDS:-3}
 FIO_SECONDS=${FIO_SECONDS:-20}
 PG_SECONDS=${PG_SECONDS:-30}

@@ -63,10 +63,12 @@ pg_cleanup() {
 # The block layer's own view of a device's requests: the kernel's
 # block_rq_issue and block_rq_complete tracepoints (what blktrace's D and C
 # events are), in a tracefs instance of this script's own, mono clock.
-# blk_trace_start DEV OUT: starts writing DEV's events to OUT (returns 1,
-# saying why, when tracefs or the events are not there).
+# blk_trace_start DEV OUT [FUSE_MOUNT]: starts writing DEV's events to OUT
+# (returns 1, saying why, when tracefs or the events are not there); with
+# FUSE_MOUNT also the fuse_request_send / fuse_request_end events of that
+# FUSE mount's connection (the round trip of each request to the daemon).
 blk_trace_start() {
-  local dev=$1 out=$2 tr=/sys/kernel/tracing
+  local dev=$1 out=$2 mnt=${3:-} tr=/sys/kernel/tracing
   [ -d "$tr/instances" ] || mount -t tracefs nodev "$tr" 2>/dev/null || true
   [ -d "$tr/events/block/block_rq_issue" ] || { echo "$0: no block tracepoints in tracefs" >&2; return 1; }
   BLK_TRACE=$tr/instances/openvsl-bench-$$
@@ -81,6 +83,15 @@ blk_trace_start() {
     echo "dev == $(((maj << 20) | min))" >"$BLK_TRACE/events/block/$e/filter"
     echo 1 >"$BLK_TRACE/events/block/$e/enable"
   done
+  if [ -n "$mnt" ] && [ -d "$BLK_TRACE/events/fuse" ]; then
+    # A FUSE connection is numbered by its superblock's (anonymous) device.
+    local conn
+    conn=$(stat -c %d "$mnt")
+    for e in fuse_request_send fuse_request_end; do
+      echo "connection == $conn" >"$BLK_TRACE/events/fuse/$e/filter"
+      echo 1 >"$BLK_TRACE/events/fuse/$e/enable"
+    done
+  fi
   cat "$BLK_TRACE/trace_pipe" >"$out" &
   BLK_TRACE_PID=$!
 }
@@ -90,8 +101,8 @@ blk_trace_start() {
 blk_trace_stop() {
   [ -n "${BLK_TRACE:-}" ] || return 0
   local e
-  for e in block_rq_issue block_rq_complete; do
-    echo 0 >"$BLK_TRACE/events/block/$e/enable" 2>/dev/null || true
+  for e in block/block_rq_issue block/block_rq_complete fuse/fuse_request_send fuse/fuse_request_end; do
+    echo 0 >"$BLK_TRACE/events/$e/enable" 2>/dev/null || true
   done
   sleep 1
   kill "$BLK_TRACE_PID" 2>/dev/null || true

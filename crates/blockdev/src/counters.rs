@@ -76,8 +76,15 @@ pub struct Split {
     pub lead_ns: u64,
     /// The answer after it was due.
     pub late_ns: u64,
+    /// Of that, how late it already was when the engine returned (its
+    /// store I/O outlasting the model's time less the lead); the rest is
+    /// the wait for the answering thread.
+    pub late_at_return_ns: u64,
+    /// Submission to the engine's return (the store I/O after the model).
+    pub engine_ns: u64,
     pub late: Histogram<u64>,
     pub before_model: Histogram<u64>,
+    pub engine: Histogram<u64>,
 }
 
 impl Default for Split {
@@ -89,8 +96,11 @@ impl Default for Split {
             model_ns: 0,
             lead_ns: 0,
             late_ns: 0,
+            late_at_return_ns: 0,
+            engine_ns: 0,
             late: histogram(),
             before_model: histogram(),
+            engine: histogram(),
         }
     }
 }
@@ -133,6 +143,8 @@ impl Counters {
         let model = done.at.saturating_duration_since(done.submitted).as_nanos() as u64;
         let before = done.submitted.saturating_duration_since(received).as_nanos() as u64;
         let lead = done.at.saturating_duration_since(done.ack_at()).as_nanos() as u64;
+        let engine = served.saturating_duration_since(done.submitted).as_nanos() as u64;
+        let late_at_return = served.saturating_duration_since(done.ack_at()).as_nanos() as u64;
         self.late_ns_total.fetch_add(late, Relaxed);
         self.late_count.fetch_add(1, Relaxed);
         let mut l = self.latency.lock().unwrap_or_else(|p| p.into_inner());
@@ -146,8 +158,11 @@ impl Counters {
         sp.model_ns += model;
         sp.lead_ns += lead;
         sp.late_ns += late;
+        sp.late_at_return_ns += late_at_return.min(late);
+        sp.engine_ns += engine;
         sp.late.saturating_record(clamp(late));
         sp.before_model.saturating_record(clamp(before));
+        sp.engine.saturating_record(clamp(engine));
         if write {
             l.write_total.saturating_record(clamp(ns));
             l.write_interval.saturating_record(clamp(ns));

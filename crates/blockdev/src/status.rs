@@ -183,6 +183,7 @@ pub struct WallSplit {
 
 /// One op's [`WallSplit`].
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct OpSplit {
     pub count: u64,
     /// Receipt to answer.
@@ -198,6 +199,12 @@ pub struct OpSplit {
     /// The answer after it was due.
     pub late_us: f64,
     pub late_p99_us: f64,
+    /// Of `late_us`, how late it already was when the engine returned
+    /// (the store I/O outlasting the model's time less the lead).
+    pub late_at_return_us: f64,
+    /// Submission to the engine's return (the store I/O after the model).
+    pub engine_us: f64,
+    pub engine_p99_us: f64,
 }
 
 impl OpSplit {
@@ -220,6 +227,9 @@ impl OpSplit {
             lead_us: us(s.lead_ns),
             late_us: us(s.late_ns),
             late_p99_us: p99(&s.late),
+            late_at_return_us: us(s.late_at_return_ns),
+            engine_us: us(s.engine_ns),
+            engine_p99_us: p99(&s.engine),
         }
     }
 }
