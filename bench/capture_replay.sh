@@ -236,6 +236,10 @@ if sp:
               f" + {s['model_us']:7.1f} - {s['lead_us']:5.1f} + {s['late_us']:6.1f} (p99 {s['late_p99_us']:.0f})"
               f"   [{s['count']} I/Os]; late at the engine's return {s['late_at_return_us']:.1f}, "
               f"the engine's own time after submission {s['engine_us']:.1f} (p99 {s['engine_p99_us']:.0f})")
+fe = st[0].get("fuse_entries")
+if fe:
+    print(f"FUSE ring entries: at most {fe['most_in_use']} of {fe['per_queue']} of a queue held a request; "
+          f"{fe['all_in_use']} requests were taken with all of their queue's entries busy")
 late, svc = m["emulator_late"], m["service_latency"]
 print(f"daemon: late mean {late['mean_us']:.1f} us, p99 {late['p99_us']:.1f} us; its own work per I/O "
       f"mean {svc['mean_us']:.1f} us; flush (store sync) mean {m['flush_latency']['mean_us']:.1f} us; "

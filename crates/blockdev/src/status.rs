@@ -265,6 +265,21 @@ pub struct StatusReport {
     /// Trace capture ([`crate::capture`]); absent from older daemons.
     #[serde(default)]
     pub trace: Option<crate::capture::TraceStatus>,
+    /// The FUSE ring queues' entry use (FUSE over io_uring only).
+    #[serde(default)]
+    pub fuse_entries: Option<FuseEntries>,
+}
+
+/// [`StatusReport::fuse_entries`], since attach.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FuseEntries {
+    /// Entries per queue (one queue per CPU).
+    pub per_queue: u64,
+    /// Most entries of one queue holding a request at once.
+    pub most_in_use: u64,
+    /// Requests taken while every entry of their queue held one (later
+    /// requests of that CPU waited in the kernel for an entry).
+    pub all_in_use: u64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -444,6 +459,7 @@ impl Sampler {
             uptime_s: self.started.elapsed().as_secs_f64(),
             members,
             trace: None,
+            fuse_entries: None,
         }
     }
 }

@@ -41,8 +41,9 @@ const BASE: &[&str] = &[
 ];
 
 /// `vsl ARGS --json FILE`: the report's text.
-fn report_text(mut args: Vec<&str>, name: &str) -> String {
+fn report_text(args: Vec<&str>, name: &str) -> String {
     let j = out(name);
+    let mut args = args;
     args.extend(["--json", j.as_str()]);
     let (code, _, err) = vsl(&args);
     assert_eq!(code, 0, "{args:?}: {err}");
