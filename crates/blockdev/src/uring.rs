@@ -33,8 +33,13 @@ const CMD_COMMIT_AND_FETCH: u32 = 2;
 const HEADER_BYTES: usize = 128 + 128 + 32;
 const OP_IN: usize = 128;
 const ENT_IN_OUT: usize = 256;
-/// Entries (requests in flight) per queue.
-pub const ENTRIES: usize = 32;
+/// Entries (requests in flight) per queue. A request that finds every
+/// entry of its CPU's queue holding one waits in the kernel, outside the
+/// daemon's measure; an answer due later holds its entry until then, and
+/// under pgbench 32 entries ran out (`fuse_entries` in status,
+/// bench/RESULTS.md). Each entry has a payload of the largest write (1
+/// MiB), touched as requests use it.
+pub const ENTRIES: usize = 64;
 /// The tag of the eventfd read in the ring (entries use their index).
 const WAKE: u64 = u64::MAX;
 
