@@ -255,9 +255,10 @@ pub fn flag_step(a: &RunArgs) -> Result<Step> {
     })
 }
 
-/// Runs `steps` on a fresh modelled card as `a` describes it, silently.
-pub fn run_model_steps(a: &RunArgs, steps: &[Step]) -> Result<Vec<Done>> {
-    run_model(a, None, steps, &Silent)
+/// Runs `steps` on a fresh modelled card as `a` describes it, or on its
+/// real --target, silently.
+pub fn run_steps_silent(a: &RunArgs, steps: &[Step]) -> Result<Vec<Done>> {
+    run_steps(a, None, steps.to_vec(), &Silent)
 }
 
 /// The step a fio job describes: its own numjobs, iodepth, runtime,
@@ -342,14 +343,11 @@ fn run_steps(
     obs: &dyn Observer,
 ) -> Result<Vec<Done>> {
     match &a.target {
-        Some(_)
-            if steps.iter().any(|s| s.rate.is_some())
-                && a.target.as_deref().is_some_and(realtime::Target::is_real) =>
+        Some(t)
+            if realtime::Target::is_real(t)
+                && steps.iter().any(|s| s.think.is_some() && s.rate.is_none()) =>
         {
-            bail!("rate_iops/rate (--rate-iops/--rate): open-loop load runs on a modelled card; a real --target runs closed loop")
-        }
-        Some(t) if realtime::Target::is_real(t) && steps.iter().any(|s| s.think.is_some()) => {
-            bail!("thinktime (--thinktime): runs on a modelled card; not on a real --target {t}")
+            bail!("thinktime (--thinktime) without a rate: runs on a modelled card; not on a real --target {t}")
         }
         Some(t) if realtime::Target::is_real(t) => steps
             .iter()
@@ -689,7 +687,12 @@ fn cfg_label(card: &Card) -> String {
 /// The real-target options of `vsl run`.
 fn real_options(
     a: &RunArgs,
-) -> Result<(realtime::DirectMode, LayoutMode, FillPattern, realtime::IoMem)> {
+) -> Result<(
+    realtime::DirectMode,
+    LayoutMode,
+    FillPattern,
+    realtime::IoMem,
+)> {
     let direct = match a.direct.as_str() {
         "1" => realtime::DirectMode::Require,
         "0" => realtime::DirectMode::Off,
@@ -712,6 +715,15 @@ fn run_real(t: &str, a: &RunArgs, step: &Step, progress: &dyn Observer) -> Resul
     let engine = EngineOptions {
         mem,
         ..EngineOptions::default()
+    };
+    let open = step
+        .rate
+        .as_ref()
+        .map(|r| crate::cmd_rate::real_open(r, step.think, &resolved, &opts))
+        .transpose()?;
+    let run_any = |o: &RunOptions, on: &mut dyn FnMut(&lab::IntervalStats)| match &open {
+        Some((rate, _)) => rt.run_open(&resolved, o, &engine, rate, on),
+        None => rt.run(&resolved, o, &engine, on),
     };
     let mut pre_s = 0.0;
     let layout = if a.precondition {
@@ -737,10 +749,10 @@ fn run_real(t: &str, a: &RunArgs, step: &Step, progress: &dyn Observer) -> Resul
             interval_ns: warm_ns,
             ..opts.clone()
         };
-        pre_s += rt.run(&resolved, &warm, &engine, &mut |_| {})?.info.wall_s;
+        pre_s += run_any(&warm, &mut |_| {})?.info.wall_s;
     }
     let cpu0 = crate::fio_output::Cpu::now();
-    let mut run = rt.run(&resolved, &opts, &engine, &mut |iv| progress.interval(iv))?;
+    let mut run = run_any(&opts, &mut |iv| progress.interval(iv))?;
     let cpu = crate::fio_output::Cpu::now().since(&cpu0);
     let fio = std::mem::take(&mut run.fio);
     run.result.summary.precondition_s = pre_s;
@@ -781,6 +793,6 @@ fn run_real(t: &str, a: &RunArgs, step: &Step, progress: &dyn Observer) -> Resul
         ignored: Vec::new(),
         fio: Some(fio),
         cpu: Some(cpu),
-        open_loop: None,
+        open_loop: open.map(|(_, info)| info),
     })
 }

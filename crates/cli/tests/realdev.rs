@@ -180,14 +180,32 @@ fn issue_33_io_memory_is_chosen_and_reported() {
     let target = format!("file:{}:8M", path.display());
     let (v, _) = read_run(&target, &tmp("mem-pages.json"), &["--bs", "64k"]);
     assert_eq!(v["device"]["io_memory"], "pages", "{}", v["device"]);
-    let (v, err) = read_run(&target, &tmp("mem-huge.json"), &["--bs", "64k", "--mem", "huge"]);
+    let (v, err) = read_run(
+        &target,
+        &tmp("mem-huge.json"),
+        &["--bs", "64k", "--mem", "huge"],
+    );
     let got = v["device"]["io_memory"].as_str().unwrap().to_string();
-    assert!(["hugetlb", "thp", "thp_partial"].contains(&got.as_str()), "{got}");
+    assert!(
+        ["hugetlb", "thp", "thp_partial"].contains(&got.as_str()),
+        "{got}"
+    );
     if got == "thp_partial" {
         // Only when the kernel has neither hugetlbfs pages nor THP: said.
         assert!(err.contains("--mem huge"), "{err}");
     }
-    let e = one_line_error(&["run", "--target", &target, "--mem", "big", "--duration", "100ms"]);
-    assert!(e.contains("--mem") && e.contains("expected pages or huge"), "{e}");
+    let e = one_line_error(&[
+        "run",
+        "--target",
+        &target,
+        "--mem",
+        "big",
+        "--duration",
+        "100ms",
+    ]);
+    assert!(
+        e.contains("--mem") && e.contains("expected pages or huge"),
+        "{e}"
+    );
     let _ = std::fs::remove_file(&path);
 }

@@ -204,8 +204,7 @@ impl IoBuffers {
                     // One extra huge page so the region can start on a
                     // 2 MiB boundary, then ask for THP before any touch.
                     let map_bytes = len + HUGE_BYTES;
-                    let base =
-                        map(map_bytes, anon).ok_or_else(std::io::Error::last_os_error)?;
+                    let base = map(map_bytes, anon).ok_or_else(std::io::Error::last_os_error)?;
                     let start = (HUGE_BYTES - base as usize % HUGE_BYTES) % HUGE_BYTES;
                     // SAFETY: the range lies inside the mapping just made.
                     unsafe {
@@ -267,7 +266,9 @@ impl IoBuffers {
     pub(crate) fn slot(&self, i: usize) -> &[u8] {
         assert!(i < self.slots);
         // SAFETY: slot i is slot_bytes of the mapping, initialised.
-        unsafe { std::slice::from_raw_parts(self.region_ptr().add(i * self.stride), self.slot_bytes) }
+        unsafe {
+            std::slice::from_raw_parts(self.region_ptr().add(i * self.stride), self.slot_bytes)
+        }
     }
 
     pub(crate) fn slot_mut(&mut self, i: usize) -> &mut [u8] {
@@ -304,7 +305,7 @@ impl IoBuffers {
         self.stamped += 1;
         let seq = self.stamped;
         // One of the chunk's eight 64-byte lines, as fio's scramble uses.
-        let at = ((seq ^ offset / STAMP_CHUNK_BYTES as u64) % 8) as usize * 64;
+        let at = ((seq ^ (offset / STAMP_CHUNK_BYTES as u64)) % 8) as usize * 64;
         let key = self.key;
         let buf = &mut self.slot_mut(i)[..len];
         for (k, chunk) in buf.chunks_exact_mut(STAMP_CHUNK_BYTES).enumerate() {
@@ -440,13 +441,18 @@ mod tests {
         }
         b.fill(FillPattern::Zeros, &mut Prng::from_seed(4));
         b.stamp(0, 4096, 4096);
-        assert!(b.slot(0).iter().all(|&x| x == 0), "a zeros fill stays zeros");
+        assert!(
+            b.slot(0).iter().all(|&x| x == 0),
+            "a zeros fill stays zeros"
+        );
     }
 
     #[test]
     fn mem_parses() {
         assert_eq!(IoMem::parse("pages"), Ok(IoMem::Pages));
         assert_eq!(IoMem::parse("huge"), Ok(IoMem::Huge));
-        assert!(IoMem::parse("big").unwrap_err().contains("expected pages or huge"));
+        assert!(IoMem::parse("big")
+            .unwrap_err()
+            .contains("expected pages or huge"));
     }
 }

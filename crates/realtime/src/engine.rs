@@ -2,6 +2,10 @@
 //! flight on its own ring) and a synchronous fallback (one blocking
 //! pread/pwrite per OS thread).
 
+mod paced;
+
+pub(crate) use paced::sync_worker_paced;
+
 use crate::buffer::{IoBuffers, IoMem, MemBacking};
 use crate::collect::Meter;
 use crate::RealtimeError;

@@ -17,8 +17,8 @@
 //! "IOPS" from a virtual disk here (issue 33). fio writes a new file before
 //! a read job ("Laying out IO file"); the lab now does the same.
 
-use crate::buffer::{IoBuffers, IoMem};
 pub use crate::buffer::FillPattern;
+use crate::buffer::{IoBuffers, IoMem};
 use crate::{RealTarget, RealtimeError, Target};
 use serde::Serialize;
 use std::fs::File;

@@ -13,6 +13,9 @@
 //!   the read mix come from one [`workload::Generator`] per thread, seeded
 //!   from `opts.seed` exactly as `lab::run` seeds them. Per-thread interval
 //!   windows are merged at interval boundaries into [`lab::IntervalStats`].
+//!   [`RealTarget::run_open`]: open loop, each worker issuing
+//!   arrivals at its share of an [`OpenRate`] (fio's `rate_iops` /
+//!   `rate_process`, `thinktime_iotime` [`Bursts`]).
 //!   [`RealRun`] adds what a real run needs said: the engine used
 //!   ([`EngineKind`]), direct or buffered, and any fallback taken.
 //! - [`RealTarget::precondition_fill`] / [`precondition_fill`] /
@@ -57,7 +60,7 @@ pub use target::{DirectMode, RealTarget, Target};
 use buffer::IoBuffers;
 pub use buffer::{IoMem, MemBacking};
 use collect::{Collector, Meter, Msg};
-use engine::{sync_worker, Clock, IoSource, UringWorker};
+use engine::{sync_worker, sync_worker_paced, Clock, IoSource, UringWorker};
 use lab::{IntervalStats, RunOptions, RunResult};
 use serde::Serialize;
 use sim::Prng;
@@ -102,6 +105,57 @@ pub struct RealRun {
     /// Per direction, for fio's JSON.
     #[serde(skip)]
     pub fio: lab::FioStats,
+}
+
+/// An open-loop rate for a real run ([`RealTarget::run_open`]): fio's
+/// `rate_iops`/`rate` with `rate_process`, and `thinktime_iotime` bursts.
+/// Each worker (an io_uring thread, or each OS thread of the synchronous
+/// engine) arrives at its share of `iops`; see the `engine::paced` module
+/// for the semantics.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct OpenRate {
+    /// I/Os per second offered, every worker together.
+    pub iops: f64,
+    /// Exponential gaps (fio's `rate_process=poisson`), else even ones.
+    pub poisson: bool,
+    /// On/off windows from the run's start.
+    pub bursts: Option<Bursts>,
+}
+
+/// fio's `thinktime_iotime` bursts of a rate: issue for `on_ns`, stall for
+/// `off_ns`, again and again ([`lab::bursts::OnOff`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Bursts {
+    pub on_ns: u64,
+    pub off_ns: u64,
+    /// fio's default: a stall's arrivals go out when it ends; else
+    /// (`rate_ignore_thinktime`) they are skipped.
+    pub catch_up: bool,
+}
+
+impl OpenRate {
+    /// Runs `f` on one worker's arrivals: its generator and stream at its
+    /// share of the rate, in bursts if asked.
+    fn arrivals<R>(
+        &self,
+        src: GenSource,
+        workers: usize,
+        f: impl FnOnce(&mut dyn lab::openloop::Arrivals) -> Result<R, RealtimeError>,
+    ) -> Result<R, RealtimeError> {
+        let mut rated = lab::openloop::RateArrivals::with_generator(
+            src.gen,
+            src.prng,
+            self.iops / workers as f64,
+            self.poisson,
+        )
+        .map_err(|e| RealtimeError::Options(e.to_string()))?;
+        match self.bursts {
+            None => f(&mut rated),
+            Some(b) => f(&mut lab::bursts::OnOff::new(
+                &mut rated, b.on_ns, b.off_ns, b.catch_up,
+            )),
+        }
+    }
 }
 
 /// What a precondition fill did.
@@ -193,6 +247,38 @@ impl RealTarget {
         engine: &EngineOptions,
         on_interval: &mut dyn FnMut(&IntervalStats),
     ) -> Result<RealRun, RealtimeError> {
+        self.run_with(spec, opts, engine, None, on_interval)
+    }
+
+    /// [`Self::run`] open loop: arrivals at `rate` (every worker together),
+    /// at most `opts.threads` × `opts.queue_depth` I/Os in flight. The
+    /// result's latencies count from each I/O's scheduled arrival; its fio
+    /// statistics from the issue, as fio reports a rate-limited job.
+    pub fn run_open(
+        &self,
+        spec: &WorkloadSpec,
+        opts: &RunOptions,
+        engine: &EngineOptions,
+        rate: &OpenRate,
+        on_interval: &mut dyn FnMut(&IntervalStats),
+    ) -> Result<RealRun, RealtimeError> {
+        if !(rate.iops.is_finite() && rate.iops > 0.0) {
+            return Err(RealtimeError::Options(format!(
+                "the offered rate {} IOPS is not a positive number",
+                rate.iops
+            )));
+        }
+        self.run_with(spec, opts, engine, Some(rate), on_interval)
+    }
+
+    fn run_with(
+        &self,
+        spec: &WorkloadSpec,
+        opts: &RunOptions,
+        engine: &EngineOptions,
+        rate: Option<&OpenRate>,
+        on_interval: &mut dyn FnMut(&IntervalStats),
+    ) -> Result<RealRun, RealtimeError> {
         opts.validate()?;
         let spec = spec.resolve(self.capacity_bytes(), self.sector_bytes())?;
         let max_block = spec.block_sizes.max();
@@ -227,7 +313,7 @@ impl RealTarget {
         let counters = self.watch().snapshot();
         let batch = engine.submit_batch as usize;
         let (result, fio, backing) = self.drive(
-            (kind, batch, engine.mem),
+            (kind, batch, engine.mem, rate.copied()),
             qd,
             max_block as usize,
             sources,
@@ -265,7 +351,7 @@ impl RealTarget {
     #[allow(clippy::too_many_arguments)]
     fn drive(
         &self,
-        (kind, batch, mem): (EngineKind, usize, IoMem),
+        (kind, batch, mem, rate): (EngineKind, usize, IoMem, Option<OpenRate>),
         qd: usize,
         buf_bytes: usize,
         sources: Vec<GenSource>,
@@ -290,8 +376,10 @@ impl RealTarget {
                 handles.push(s.spawn(move || {
                     let file = self.reopen();
                     let setup = file.and_then(|f| match kind {
-                        EngineKind::IoUring => UringWorker::new(qd, buf_bytes, align, mem, &mut data)
-                            .map(|u| (f, Setup::Uring(Box::new(u)))),
+                        EngineKind::IoUring => {
+                            UringWorker::new(qd, buf_bytes, align, mem, &mut data)
+                                .map(|u| (f, Setup::Uring(Box::new(u))))
+                        }
                         EngineKind::Sync => IoBuffers::new(1, buf_bytes, align, mem)
                             .map_err(RealtimeError::Buffers)
                             .map(|mut b| {
@@ -314,17 +402,25 @@ impl RealTarget {
                         end_ns,
                     };
                     let mut meter = Meter::new(tx, w, interval_ns, end_ns);
-                    let r = match setup {
-                        Err(e) => {
+                    let r = match (setup, rate) {
+                        (Err(e), _) => {
                             stop.store(true, std::sync::atomic::Ordering::Relaxed);
                             Err(e)
                         }
-                        Ok((f, Setup::Uring(u))) => {
+                        (Ok((f, Setup::Uring(u))), None) => {
                             u.run(f.as_raw_fd(), batch, &mut src, &mut meter, clock, stop)
                         }
-                        Ok((f, Setup::Sync(b))) => {
+                        (Ok((f, Setup::Sync(b))), None) => {
                             sync_worker(&f, b, &mut src, &mut meter, clock, stop)
                         }
+                        (Ok((f, Setup::Uring(u))), Some(rate)) => {
+                            rate.arrivals(src, workers, |a| {
+                                u.run_paced(f.as_raw_fd(), a, &mut meter, clock, stop)
+                            })
+                        }
+                        (Ok((f, Setup::Sync(b))), Some(rate)) => rate.arrivals(src, workers, |a| {
+                            sync_worker_paced(&f, b, a, &mut meter, clock, stop)
+                        }),
                     };
                     meter.finish(r);
                 }));
@@ -347,9 +443,14 @@ impl RealTarget {
             let drained_ns = start.get().map_or(0, |s| s.elapsed().as_nanos() as u64);
             let backings = std::mem::take(&mut *backings.lock().unwrap_or_else(|e| e.into_inner()));
             // The least of the workers': partial huge pages, then pages.
-            let least = [MemBacking::ThpPartial, MemBacking::Pages, MemBacking::Thp, MemBacking::Hugetlb]
-                .into_iter()
-                .find(|b| backings.contains(b));
+            let least = [
+                MemBacking::ThpPartial,
+                MemBacking::Pages,
+                MemBacking::Thp,
+                MemBacking::Hugetlb,
+            ]
+            .into_iter()
+            .find(|b| backings.contains(b));
             col.finish(drained_ns).map(|(r, f)| (r, f, least))
         })
     }
