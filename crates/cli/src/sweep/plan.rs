@@ -345,9 +345,15 @@ mod tests {
             .collect();
         assert_eq!(streams, [vec!["0-1G"], vec!["0-1G", "2G-3G"]]);
         // A single range keeps the key it had before ranges could be joined.
-        let one = Plan::from_toml("scale = 0.01\nplacement = 'streams'\nstream = '0-1G'\n", "p");
+        let one = Plan::from_toml(
+            "scale = 0.01\nplacement = 'streams'\nstream = '0-1G'\n",
+            "p",
+        );
         assert_eq!(one.unwrap().runs[0].key, p.runs[0].key);
-        for (stream, needle) in [("0-2G,1G-3G", "overlap"), ("0-1G,0-100T", "beyond the card")] {
+        for (stream, needle) in [
+            ("0-2G,1G-3G", "overlap"),
+            ("0-1G,2G-100T", "beyond the card"),
+        ] {
             let text = format!("scale = 0.01\nplacement = 'streams'\nstream = '{stream}'\n");
             let e = format!("{:#}", Plan::from_toml(&text, "p").unwrap_err());
             assert!(e.contains(needle), "{stream}: {e}");
