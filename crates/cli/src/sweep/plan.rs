@@ -344,7 +344,7 @@ mod tests {
             .map(|r| r.args().unwrap().card.streams)
             .collect();
         assert_eq!(streams, [vec!["0-1G"], vec!["0-1G", "2G-3G"]]);
-        // A single range keeps the key it had before ranges could be joined.
+        // A lone value and the same value in a list are the same run.
         let one = Plan::from_toml(
             "scale = 0.01\nplacement = 'streams'\nstream = '0-1G'\n",
             "p",
