@@ -11,7 +11,9 @@
 # within 10 %), hot-cold (online classifier, adaptive spare) within 15 %
 # of the best static two-pool split the bench finds by search, streams
 # (the hot zone as a stream) within 10 % of it; exits non-zero on a miss.
-# WA_HOTCOLD=0 skips them.
+# WA_HOTCOLD=0 skips them. Progress (one line per finished cell, with
+# the wall time) and any missed target go to stderr (kept:
+# cargo's -q already silences the build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo bench -q -p ftl --bench wa_table 2>/dev/null
+cargo bench -q -p ftl --bench wa_table

@@ -125,6 +125,7 @@ def test_sweep_bad_plans_keep_finished_results(tmp_path):
         (dict(QUICK, gc_policy="d-choices:0"), "d-choices:0"),
         (dict(QUICK, placement="lukewarm"), "unknown placement"),
         (dict(QUICK, placement="streams", stream="0-100T"), "beyond the card"),
+        (dict(QUICK, placement="streams", stream="0-2G,1G-3G"), "overlap"),
     ]:
         with pytest.raises(openvsl.OpenvslError, match=message):
             openvsl.sweep(plan, out=out)

@@ -58,20 +58,23 @@ fn run_and_review_refuse_bad_policies_and_streams() {
     }
 }
 
-/// A plan gives each option one value per run (a list is swept), so it
-/// cannot give one run two `--stream` ranges: the overlap case is left
-/// out here (`vsl run`, `review`, `attach` and Python cover it).
+/// A plan gives each option one value per run (a list is swept); one
+/// `stream` value gives a run all its ranges, comma-separated.
 #[test]
 fn sweep_refuses_a_plan_with_a_bad_policy_or_stream_before_any_run() {
     let d = temp("sweep");
     std::fs::create_dir_all(&d).unwrap();
-    for (opts, needle) in BAD
-        .iter()
-        .filter(|(o, _)| o.iter().filter(|a| **a == "--stream").count() < 2)
-    {
+    for (opts, needle) in BAD {
         let mut plan = String::from("scale = 0.01\nduration = \"1s\"\n");
+        let mut streams = Vec::new();
         for kv in opts.chunks(2) {
-            plan.push_str(&format!("{} = \"{}\"\n", &kv[0][2..], kv[1]));
+            match kv[0] {
+                "--stream" => streams.push(kv[1]),
+                key => plan.push_str(&format!("{} = \"{}\"\n", &key[2..], kv[1])),
+            }
+        }
+        if !streams.is_empty() {
+            plan.push_str(&format!("stream = \"{}\"\n", streams.join(",")));
         }
         let p = d.join("plan.toml");
         std::fs::write(&p, &plan).unwrap();

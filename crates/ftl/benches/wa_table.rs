@@ -41,6 +41,17 @@ fn measure(spare: f64, lebs: u32, policy: GcPolicy, seed: u64) -> f64 {
     (host + moved) as f64 / host as f64
 }
 
+/// One line on stderr per finished cell, with the wall time since the
+/// start: the full table takes tens of minutes.
+fn progress(what: &str) {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let t = START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_secs();
+    eprintln!("wa_table: {:>3}:{:02} {what}", t / 60, t % 60);
+}
+
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -52,6 +63,7 @@ fn env_or(name: &str, default: u64) -> u64 {
 }
 
 fn main() {
+    progress("start");
     let lebs = env_or("WA_LEBS", 4096) as u32;
     let seed = env_or("WA_SEED", 1);
     let policies = [
@@ -81,7 +93,9 @@ fn main() {
                         let Some(&(spare, policy)) = cells.get(i) else {
                             return done;
                         };
-                        done.push((i, measure(spare, lebs, policy, seed)));
+                        let wa = measure(spare, lebs, policy, seed);
+                        progress(&format!("{:.0}% {policy}: WA {wa:.3}", spare * 100.0));
+                        done.push((i, wa));
                     }
                 })
             })
@@ -159,7 +173,9 @@ fn hot_cold_rows(lebs: u32, seed: u64, workers: usize) -> bool {
                         let Some(&(z, spare)) = cells.get(i) else {
                             return done;
                         };
-                        done.push((i, row(z, lebs, spare, seed)));
+                        let r = row(z, lebs, spare, seed);
+                        progress(&format!("{} {:.0}%: row done", r.traffic, spare * 100.0));
+                        done.push((i, r));
                     }
                 })
             })

@@ -194,6 +194,15 @@ fn planned(params: BTreeMap<String, String>) -> Result<PlannedRun> {
             }
             continue;
         }
+        if k == "stream" {
+            // One value gives a run all its streams (a list sweeps):
+            // `stream = "0-64G,128G-192G"` is two `--stream` options.
+            for range in v.split(',') {
+                argv.push("--stream".to_string());
+                argv.push(range.trim().to_string());
+            }
+            continue;
+        }
         argv.push(format!("--{k}"));
         argv.push(v.clone());
     }
@@ -316,6 +325,39 @@ mod tests {
             let e = format!("{:#}", Plan::from_toml(&text, "p").unwrap_err());
             assert!(e.contains(bad), "{bad}: {e}");
             assert!(!e.contains('\n'), "{bad}: not one line: {e}");
+        }
+    }
+
+    /// Issue 28: one plan value gives a run several streams; overlapping
+    /// or out-of-range ones stop the plan before any run.
+    #[test]
+    fn a_run_takes_several_streams_from_one_value() {
+        let p = Plan::from_toml(
+            "scale = 0.01\nplacement = 'streams'\nstream = ['0-1G', '0-1G, 2G-3G']\n",
+            "p",
+        )
+        .unwrap();
+        assert_eq!(p.swept, ["stream"]);
+        let streams: Vec<_> = p
+            .runs
+            .iter()
+            .map(|r| r.args().unwrap().card.streams)
+            .collect();
+        assert_eq!(streams, [vec!["0-1G"], vec!["0-1G", "2G-3G"]]);
+        // A lone value and the same value in a list are the same run.
+        let one = Plan::from_toml(
+            "scale = 0.01\nplacement = 'streams'\nstream = '0-1G'\n",
+            "p",
+        );
+        assert_eq!(one.unwrap().runs[0].key, p.runs[0].key);
+        for (stream, needle) in [
+            ("0-2G,1G-3G", "overlap"),
+            ("0-1G,2G-100T", "beyond the card"),
+        ] {
+            let text = format!("scale = 0.01\nplacement = 'streams'\nstream = '{stream}'\n");
+            let e = format!("{:#}", Plan::from_toml(&text, "p").unwrap_err());
+            assert!(e.contains(needle), "{stream}: {e}");
+            assert!(!e.contains('\n'), "{stream}: not one line: {e}");
         }
     }
 
