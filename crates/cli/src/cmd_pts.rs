@@ -11,6 +11,7 @@ use ftl::GcPolicy;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lab::pts::{preflight, run_test, ModelPts, PtsClass, PtsPlan, PtsTarget, PtsTest, TestResult};
 use serde::Serialize;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use workload::units::{parse_duration_ns, parse_size};
 
@@ -292,6 +293,9 @@ pub fn pts(a: PtsArgs) -> Result<()> {
     .expect("valid template")
     .progress_chars("=> ");
     let wall = std::time::Instant::now();
+    // Off a terminal the bars are hidden: one plain line per step instead,
+    // stamped with the wall time since the start, for a log to tail.
+    let plain = !a.quiet && !std::io::stderr().is_terminal();
     let per_target: Vec<(TargetSheet, Vec<TestResult>)> = std::thread::scope(|s| {
         let handles: Vec<_> = targets
             .into_iter()
@@ -302,11 +306,28 @@ pub fn pts(a: PtsArgs) -> Result<()> {
                 let (plan, tests) = (&plan, &tests);
                 s.spawn(move || {
                     let start = std::time::Instant::now();
+                    let label = t.label().to_string();
+                    let line = |m: &str| {
+                        if plain {
+                            eprintln!("{:>9.1} s  {label}: {m}", wall.elapsed().as_secs_f64());
+                        }
+                    };
                     let mut out = Vec::new();
                     for &test in tests {
                         let r = run_test(t.as_mut(), plan, test, &mut |m| {
+                            line(m);
                             bar.set_message(m.to_string())
                         });
+                        line(&format!(
+                            "{} done: {} I/Os, {:.1} s target time{}",
+                            test.name(),
+                            r.ios,
+                            r.target_s,
+                            r.error
+                                .as_deref()
+                                .map(|e| format!(", error: {e}"))
+                                .unwrap_or_default()
+                        ));
                         bar.inc(1);
                         out.push(r);
                     }

@@ -167,6 +167,71 @@ fn modelled_runs_are_deterministic_and_written_out() {
 }
 
 #[test]
+fn progress_off_a_terminal_is_one_stamped_line_per_step() {
+    let out = tmp("progress");
+    let o = vsl(&[
+        "pts",
+        "--test",
+        "latency",
+        "--target",
+        "iodrive-duo-640-mlc:stock",
+        "--scale",
+        "0.01",
+        "--round-time",
+        "20ms",
+        "--max-rounds",
+        "5",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    // Every line: wall seconds, then the target and its step.
+    for l in &lines {
+        let (secs, rest) = l.trim_start().split_once(" s  ").expect(l);
+        assert!(secs.parse::<f64>().is_ok(), "{l}");
+        assert!(rest.starts_with("iodrive-duo-640-mlc:stock: "), "{l}");
+    }
+    assert!(lines.iter().any(|l| l.ends_with("latency: purge")), "{err}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("latency: round 5, 0/100 4KiB")),
+        "{err}"
+    );
+    let done = lines.last().unwrap();
+    assert!(
+        done.contains(": latency done: ") && done.contains(" I/Os, "),
+        "{done}"
+    );
+    // -q: nothing on stderr.
+    let q = vsl(&[
+        "pts",
+        "--test",
+        "latency",
+        "--target",
+        "iodrive-duo-640-mlc:stock",
+        "--scale",
+        "0.01",
+        "--round-time",
+        "20ms",
+        "--max-rounds",
+        "5",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(q.status.success());
+    assert!(
+        q.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&q.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
 fn file_target_is_purged_by_punch_hole() {
     let dir = tmp("file");
     std::fs::create_dir_all(&dir).unwrap();
