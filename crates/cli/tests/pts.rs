@@ -159,6 +159,43 @@ fn modelled_runs_are_deterministic_and_written_out() {
     }
     let page = std::fs::read_to_string(a.join("latency/index.html")).unwrap();
     assert!(page.contains("Measurement window") && page.contains("Test set-up sheet"));
+    // --render writes the same pages, charts and CSV again from results.json.
+    let files = |d: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        let mut v = Vec::new();
+        let mut stack = vec![d.to_path_buf()];
+        while let Some(p) = stack.pop() {
+            for e in std::fs::read_dir(&p).unwrap() {
+                let e = e.unwrap().path();
+                if e.is_dir() {
+                    stack.push(e);
+                } else {
+                    v.push((
+                        e.strip_prefix(d).unwrap().into(),
+                        std::fs::read(&e).unwrap(),
+                    ));
+                }
+            }
+        }
+        v.sort();
+        v
+    };
+    let before = files(&a);
+    std::fs::remove_dir_all(a.join("latency")).unwrap();
+    std::fs::remove_dir_all(a.join("csv-all")).unwrap();
+    let o = vsl(&["pts", "--render", a.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let after = files(&a);
+    assert_eq!(before.len(), after.len());
+    for (x, y) in before.iter().zip(&after) {
+        assert!(x == y, "{} differs after --render", x.0.display());
+    }
+    // Not a results.json: one line, non-zero exit.
+    std::fs::write(b.join("results.json"), "{}").unwrap();
+    let o = vsl(&["pts", "--render", b.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("not a vsl pts results.json"), "{err}");
     let csv = std::fs::read_to_string(a.join("csv-all/window.csv")).unwrap();
     // 9 + 6 latency points, and HIR's preconditioning point per target.
     assert_eq!(csv.lines().count(), 1 + 9 + 6 + 2);
