@@ -40,11 +40,14 @@ def main():
         r = by[(test, t)]
         if r.get("error"):
             return "FAILED: " + r["error"]
-        s = r["steady"]
-        if not s:
-            return "–"
-        c = s[0]["converged_round"]
-        return f"steady at round {c}" if c else f"not steady in {s[0]['rounds_run']} rounds"
+        out = []
+        for s in r["steady"]:
+            # "preconditioning: IOPS …" / "T×Q: IOPS …": the phase is enough.
+            phase = s["variable"].split(": ")[0] + ": " if ": " in s["variable"] else ""
+            c = s["converged_round"]
+            out.append(phase + (f"steady at round {c}" if c
+                                 else f"not steady in {s['rounds_run']} rounds"))
+        return "; ".join(out) or "–"
 
     def k(v):
         return f"{v:,.0f}"
