@@ -848,7 +848,7 @@ pub fn render(
     let index = format!(
         "<!doctype html><html><head><meta charset='utf-8'><title>SNIA PTS report</title>\
 <style>body{{font-family:sans-serif;max-width:70em;margin:2em auto}}td,th{{border:1px solid #ccc;padding:.2em .5em;text-align:left}}table{{border-collapse:collapse;margin-bottom:1em}}</style>\
-</head><body><h1>SNIA PTS-{} report</h1><p>One page per test; every number in <a href='results.json'>results.json</a> and CSV: {csv}.</p><ul>{links}</ul><h2>Test set-up sheet</h2>{sheet}</body></html>",
+</head><body><h1>SNIA PTS-{} report</h1><p>One page per test; every number in <a href='results.json'>results.json</a> and CSV: {csv}.</p><ul>{links}</ul><h2>Set-up</h2>{sheet}</body></html>",
         if plan.class.active_range() < 1.0 { "C" } else { "E" }
     );
     std::fs::write(out.join("index.html"), index).context("cannot write index.html")?;
