@@ -206,21 +206,28 @@ fn modelled_runs_are_deterministic_and_written_out() {
 #[test]
 fn progress_off_a_terminal_is_one_stamped_line_per_step() {
     let out = tmp("progress");
-    let o = vsl(&[
-        "pts",
-        "--test",
-        "latency",
-        "--target",
-        "iodrive-duo-640-mlc:stock",
-        "--scale",
-        "0.01",
-        "--round-time",
-        "20ms",
-        "--max-rounds",
-        "5",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let latency_run = |quiet: bool| {
+        let mut args = vec![
+            "pts",
+            "--test",
+            "latency",
+            "--target",
+            "iodrive-duo-640-mlc:stock",
+            "--scale",
+            "0.01",
+            "--round-time",
+            "20ms",
+            "--max-rounds",
+            "5",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if quiet {
+            args.push("-q");
+        }
+        vsl(&args)
+    };
+    let o = latency_run(false);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     let lines: Vec<&str> = err.lines().collect();
@@ -243,22 +250,7 @@ fn progress_off_a_terminal_is_one_stamped_line_per_step() {
         "{done}"
     );
     // -q: nothing on stderr.
-    let q = vsl(&[
-        "pts",
-        "--test",
-        "latency",
-        "--target",
-        "iodrive-duo-640-mlc:stock",
-        "--scale",
-        "0.01",
-        "--round-time",
-        "20ms",
-        "--max-rounds",
-        "5",
-        "-q",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let q = latency_run(true);
     assert!(q.status.success());
     assert!(
         q.stderr.is_empty(),
