@@ -10,7 +10,8 @@ use ftl::GcMode;
 use ftl::GcPolicy;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lab::pts::{preflight, run_test, ModelPts, PtsClass, PtsPlan, PtsTarget, PtsTest, TestResult};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use workload::units::{parse_duration_ns, parse_size};
 
@@ -30,7 +31,11 @@ pub struct PtsArgs {
     #[arg(long, default_value = "all")]
     pub test: String,
     /// A target (repeatable): PRESET[:FORMAT][:512][:gc=POLICY], file:PATH:SIZE or blockdev:/dev/NAME.
-    #[arg(long = "target", value_name = "TARGET", required = true)]
+    #[arg(
+        long = "target",
+        value_name = "TARGET",
+        required_unless_present = "render"
+    )]
     pub targets: Vec<String>,
     /// Output directory.
     #[arg(long, default_value = "pts")]
@@ -99,10 +104,14 @@ pub struct PtsArgs {
     /// No progress or summary.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Run nothing: write DIR's pages and CSV again from DIR/results.json
+    /// (after a change to the report's code; --pdf prints them too).
+    #[arg(long, value_name = "DIR", conflicts_with = "targets")]
+    pub render: Option<PathBuf>,
 }
 
 /// The set-up sheet: what ran, where, with what.
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct SetupSheet {
     pub tool: String,
     pub command: String,
@@ -116,11 +125,11 @@ pub struct SetupSheet {
     pub targets: Vec<TargetSheet>,
 }
 
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct TargetSheet {
     pub label: String,
     pub description: String,
-    pub time: &'static str,
+    pub time: String,
     pub capacity_bytes: u64,
     pub sector_bytes: u32,
     pub wall_s: f64,
@@ -132,6 +141,32 @@ pub struct PtsResults<'a> {
     pub plan: &'a PtsPlan,
     pub tests: Vec<&'a str>,
     pub results: &'a [TestResult],
+}
+
+/// results.json read back (`--render`).
+#[derive(Deserialize)]
+struct PtsDoc {
+    setup: SetupSheet,
+    plan: PtsPlan,
+    tests: Vec<String>,
+    results: Vec<TestResult>,
+}
+
+/// `--render DIR`: the pages and CSV of DIR again from DIR/results.json.
+fn render_again(dir: &Path, pdf: bool) -> Result<()> {
+    let path = dir.join("results.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let doc: PtsDoc = serde_json::from_str(&text)
+        .map_err(|e| anyhow!("{}: not a vsl pts results.json: {e}", path.display()))?;
+    let tests = PtsTest::parse_list(&doc.tests.join(","))
+        .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    crate::pts_report::write_csv(dir, &doc.results)?;
+    let pages = crate::pts_report::render(dir, &doc.setup, &doc.plan, &tests, &doc.results)?;
+    if pdf {
+        crate::pts_report::print_pdfs(dir, &pages)?;
+    }
+    Ok(())
 }
 
 fn list<T: std::str::FromStr>(name: &str, s: &str) -> Result<Vec<T>> {
@@ -256,6 +291,9 @@ pub fn setup_sheet(targets: Vec<TargetSheet>) -> SetupSheet {
 }
 
 pub fn pts(a: PtsArgs) -> Result<()> {
+    if let Some(dir) = &a.render {
+        return render_again(dir, a.pdf);
+    }
     let tests = PtsTest::parse_list(&a.test).map_err(|e| anyhow!("--test: {e}"))?;
     let plan = plan_from_args(&a)?;
     let scale: f64 = a
@@ -292,6 +330,9 @@ pub fn pts(a: PtsArgs) -> Result<()> {
     .expect("valid template")
     .progress_chars("=> ");
     let wall = std::time::Instant::now();
+    // Off a terminal the bars are hidden: one plain line per step instead,
+    // stamped with the wall time since the start, for a log to tail.
+    let plain = !a.quiet && !std::io::stderr().is_terminal();
     let per_target: Vec<(TargetSheet, Vec<TestResult>)> = std::thread::scope(|s| {
         let handles: Vec<_> = targets
             .into_iter()
@@ -302,11 +343,28 @@ pub fn pts(a: PtsArgs) -> Result<()> {
                 let (plan, tests) = (&plan, &tests);
                 s.spawn(move || {
                     let start = std::time::Instant::now();
+                    let label = t.label().to_string();
+                    let line = |m: &str| {
+                        if plain {
+                            eprintln!("{:>9.1} s  {label}: {m}", wall.elapsed().as_secs_f64());
+                        }
+                    };
                     let mut out = Vec::new();
                     for &test in tests {
                         let r = run_test(t.as_mut(), plan, test, &mut |m| {
+                            line(m);
                             bar.set_message(m.to_string())
                         });
+                        line(&format!(
+                            "{} done: {} I/Os, {:.1} s target time{}",
+                            test.name(),
+                            r.ios,
+                            r.target_s,
+                            r.error
+                                .as_deref()
+                                .map(|e| format!(", error: {e}"))
+                                .unwrap_or_default()
+                        ));
                         bar.inc(1);
                         out.push(r);
                     }
@@ -314,7 +372,7 @@ pub fn pts(a: PtsArgs) -> Result<()> {
                     let sheet = TargetSheet {
                         label: t.label().to_string(),
                         description: t.description(),
-                        time: if t.is_virtual() { "virtual" } else { "wall" },
+                        time: if t.is_virtual() { "virtual" } else { "wall" }.into(),
                         capacity_bytes: t.capacity_bytes(),
                         sector_bytes: t.sector_bytes(),
                         wall_s: start.elapsed().as_secs_f64(),

@@ -5,7 +5,9 @@
 use crate::cmd_pts::SetupSheet;
 use anyhow::{bail, Context, Result};
 use lab::pts::{bs_label, PointResult, PtsPlan, PtsTest, TestResult};
-use report::{Chart, Marker, Review, Section, Series, SteadyState, Table, TargetInfo, XValue};
+use report::{
+    Chart, Marker, Review, Section, Series, SteadyState, Table, TargetInfo, ValueFormat, XValue,
+};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -192,6 +194,7 @@ fn steady_section(test: &str, rs: &[&TestResult]) -> Section {
                 st.variable.clone(),
                 series,
             );
+            c.x_format = ValueFormat::Integer;
             if let Some(cr) = st.converged_round {
                 c.markers.push(Marker {
                     target: st.variable.clone(),
@@ -584,9 +587,10 @@ fn dirth_sections(test: &str, rs: &[&TestResult], plan: &PtsPlan) -> Vec<Section
                 format!("{} T{t}", r.target),
                 pts.iter().map(|p| (p.stats.iops, p.stats.lat_avg_us / 1e3)),
             ));
-            dv.push(Series::numeric(
+            // Queue depths double: a category each, evenly spaced.
+            dv.push(Series::categorical(
                 format!("{} T{t}", r.target),
-                pts.iter().map(|p| (p.qd as f64, p.stats.iops)),
+                pts.iter().map(|p| (p.qd.to_string(), p.stats.iops)),
             ));
         }
         ceil_rows.push(match &r.ceiling_point {
@@ -844,7 +848,7 @@ pub fn render(
     let index = format!(
         "<!doctype html><html><head><meta charset='utf-8'><title>SNIA PTS report</title>\
 <style>body{{font-family:sans-serif;max-width:70em;margin:2em auto}}td,th{{border:1px solid #ccc;padding:.2em .5em;text-align:left}}table{{border-collapse:collapse;margin-bottom:1em}}</style>\
-</head><body><h1>SNIA PTS-{} report</h1><p>One page per test; every number in <a href='results.json'>results.json</a> and CSV: {csv}.</p><ul>{links}</ul><h2>Test set-up sheet</h2>{sheet}</body></html>",
+</head><body><h1>SNIA PTS-{} report</h1><p>One page per test; every number in <a href='results.json'>results.json</a> and CSV: {csv}.</p><ul>{links}</ul><h2>Set-up</h2>{sheet}</body></html>",
         if plan.class.active_range() < 1.0 { "C" } else { "E" }
     );
     std::fs::write(out.join("index.html"), index).context("cannot write index.html")?;

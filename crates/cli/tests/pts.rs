@@ -159,11 +159,105 @@ fn modelled_runs_are_deterministic_and_written_out() {
     }
     let page = std::fs::read_to_string(a.join("latency/index.html")).unwrap();
     assert!(page.contains("Measurement window") && page.contains("Test set-up sheet"));
+    // --render writes the same pages, charts and CSV again from results.json.
+    let files = |d: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        let mut v = Vec::new();
+        let mut stack = vec![d.to_path_buf()];
+        while let Some(p) = stack.pop() {
+            for e in std::fs::read_dir(&p).unwrap() {
+                let e = e.unwrap().path();
+                if e.is_dir() {
+                    stack.push(e);
+                } else {
+                    v.push((
+                        e.strip_prefix(d).unwrap().into(),
+                        std::fs::read(&e).unwrap(),
+                    ));
+                }
+            }
+        }
+        v.sort();
+        v
+    };
+    let before = files(&a);
+    std::fs::remove_dir_all(a.join("latency")).unwrap();
+    std::fs::remove_dir_all(a.join("csv-all")).unwrap();
+    let o = vsl(&["pts", "--render", a.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let after = files(&a);
+    assert_eq!(before.len(), after.len());
+    for (x, y) in before.iter().zip(&after) {
+        assert!(x == y, "{} differs after --render", x.0.display());
+    }
+    // Not a results.json: one line, non-zero exit.
+    std::fs::write(b.join("results.json"), "{}").unwrap();
+    let o = vsl(&["pts", "--render", b.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("not a vsl pts results.json"), "{err}");
     let csv = std::fs::read_to_string(a.join("csv-all/window.csv")).unwrap();
     // 9 + 6 latency points, and HIR's preconditioning point per target.
     assert_eq!(csv.lines().count(), 1 + 9 + 6 + 2);
     let _ = std::fs::remove_dir_all(&a);
     let _ = std::fs::remove_dir_all(&b);
+}
+
+#[test]
+fn progress_off_a_terminal_is_one_stamped_line_per_step() {
+    let out = tmp("progress");
+    let latency_run = |quiet: bool| {
+        let mut args = vec![
+            "pts",
+            "--test",
+            "latency",
+            "--target",
+            "iodrive-duo-640-mlc:stock",
+            "--scale",
+            "0.01",
+            "--round-time",
+            "20ms",
+            "--max-rounds",
+            "5",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if quiet {
+            args.push("-q");
+        }
+        vsl(&args)
+    };
+    let o = latency_run(false);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    // Every line: wall seconds, then the target and its step.
+    for l in &lines {
+        let (secs, rest) = l.trim_start().split_once(" s  ").expect(l);
+        assert!(secs.parse::<f64>().is_ok(), "{l}");
+        assert!(rest.starts_with("iodrive-duo-640-mlc:stock: "), "{l}");
+    }
+    assert!(lines.iter().any(|l| l.ends_with("latency: purge")), "{err}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("latency: round 5, 0/100 4KiB")),
+        "{err}"
+    );
+    let done = lines.last().unwrap();
+    assert!(
+        done.contains(": latency done: ") && done.contains(" I/Os, "),
+        "{done}"
+    );
+    // -q: nothing on stderr.
+    let q = latency_run(true);
+    assert!(q.status.success());
+    assert!(
+        q.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&q.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&out);
 }
 
 #[test]

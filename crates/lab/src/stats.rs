@@ -1,5 +1,5 @@
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Latency accumulator: exact count, mean, max and standard deviation;
 /// percentiles from an HDR histogram (3 significant digits).
@@ -124,7 +124,7 @@ impl LatencyStats {
 }
 
 /// Statistics of one reporting interval (or of a whole run).
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct IntervalStats {
     /// End of the interval, seconds of virtual time since the run started.
     pub t_s: f64,

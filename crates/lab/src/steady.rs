@@ -8,7 +8,7 @@
 pub const WINDOW_ROUNDS: usize = 5;
 
 /// Result of checking one window.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SteadyCheck {
     pub mean: f64,
     pub data_excursion: f64,

@@ -11,7 +11,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::format::{format_tick, PALETTE};
-use crate::model::{Chart, ChartKind, XValue};
+use crate::model::{Chart, ChartKind, ValueFormat, XValue};
 
 /// A review chart's width and plot height, pixels.
 pub const WIDTH_PX: u32 = 860;
@@ -315,6 +315,9 @@ where
     if categorical {
         // Category labels are drawn below by hand, one per category.
         mesh.disable_x_mesh().x_labels(0);
+    } else if chart.x_format == ValueFormat::Integer {
+        // One tick per whole number while they fit, so none falls between.
+        mesh.x_labels(((x_hi - x_lo).floor() as usize + 1).clamp(2, 10));
     } else {
         mesh.x_labels(10);
     }

@@ -31,10 +31,17 @@ pub fn format_tick(v: f64, span: f64, format: ValueFormat) -> String {
     if !v.is_finite() {
         return String::new();
     }
+    if format == ValueFormat::Integer {
+        return if v.fract() == 0.0 {
+            format!("{v:.0}")
+        } else {
+            String::new()
+        };
+    }
     let magnitude = v.abs().max(span.abs());
     let si = match format {
         ValueFormat::Si => true,
-        ValueFormat::Plain => false,
+        ValueFormat::Plain | ValueFormat::Integer => false,
         ValueFormat::Auto => magnitude >= 10_000.0,
     };
     if si {
@@ -123,6 +130,14 @@ mod tests {
         );
         assert_eq!(format_tick(-0.0001, 1.0, ValueFormat::Plain), "0");
         assert_eq!(format_tick(f64::NAN, 1.0, ValueFormat::Plain), "");
+    }
+
+    #[test]
+    fn integer_ticks_only_at_whole_numbers() {
+        assert_eq!(format_tick(3.0, 4.0, ValueFormat::Integer), "3");
+        assert_eq!(format_tick(25.0, 24.0, ValueFormat::Integer), "25");
+        assert_eq!(format_tick(2.5, 4.0, ValueFormat::Integer), "");
+        assert_eq!(format_tick(f64::NAN, 4.0, ValueFormat::Integer), "");
     }
 
     #[test]

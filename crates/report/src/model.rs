@@ -93,6 +93,8 @@ pub enum ValueFormat {
     Si,
     /// Plain decimals: 0.25, 12, 1500.
     Plain,
+    /// Whole numbers (rounds, counts): ticks only at whole numbers.
+    Integer,
 }
 
 /// One chart: a statistic of every target on the same axes.

@@ -673,7 +673,15 @@ fn xsr(ctx: &mut Ctx) -> Result<(), PtsError> {
         let dur = ctx.plan.scaled_ns(secs);
         let mut done = 0u64;
         while done < dur {
-            let d = round_ns.min(dur - done);
+            // A sliver left after this round (a time factor that does not
+            // divide the group into whole rounds) joins it rather than
+            // becoming a point of its own with next to no I/O.
+            let left = dur - done;
+            let d = if left < round_ns + round_ns / 10 {
+                left
+            } else {
+                round_ns
+            };
             ctx.say(&format!(
                 "{label}, {:.0} of {:.0} s",
                 done as f64 / 1e9,
@@ -905,6 +913,23 @@ mod tests {
         assert!(last.stats.iops < first, "{} vs {}", last.stats.iops, first);
         assert!(r.notes.iter().any(|n| n.contains("free space ran out")));
         assert!(last.stats.write_amplification > 1.0);
+    }
+
+    #[test]
+    fn xsr_has_no_sliver_points() {
+        let mut plan = quick();
+        plan.round_ns = 100_000_000;
+        // 8 h × factor = 1.0001 s: ten rounds and a 0.1 ms sliver.
+        plan.time_factor = 1.0001 / (8.0 * 3600.0);
+        let r = run_test(&mut target(4096), &plan, PtsTest::Xsr, &mut |_| {});
+        assert!(r.error.is_none(), "{:?}", r.error);
+        let first: Vec<_> = r
+            .timeline
+            .iter()
+            .filter(|p| p.phase == "SEQ 1024KiB W")
+            .collect();
+        assert_eq!(first.len(), 10, "the sliver joins the last round");
+        assert!(r.timeline.iter().all(|p| p.stats.ios > 0));
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub use model::ModelPts;
 use crate::runner::{RunError, RunOptions, RunResult};
 use crate::stats::{IntervalStats, LatencyStats};
 use crate::steady::SteadyCheck;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use workload::WorkloadSpec;
 
 #[derive(Debug, thiserror::Error)]
@@ -112,7 +112,7 @@ impl PtsTest {
 
 /// PTS-E (whole LBA range, write cache off) or PTS-C (75 % active range,
 /// write cache on).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PtsClass {
     Enterprise,
@@ -140,7 +140,7 @@ impl PtsClass {
 
 /// Everything the operator may choose. Durations in ns of the target's
 /// time (virtual for modelled cards, wall for real ones).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PtsPlan {
     pub class: PtsClass,
     pub seed: u64,
@@ -268,7 +268,7 @@ pub trait PtsTarget: Send {
 }
 
 /// One measured test point.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PointResult {
     /// E.g. `65/35 4KiB`, `T4Q32`, `SEQ 1024KiB W`.
     pub label: String,
@@ -284,14 +284,14 @@ pub struct PointResult {
 }
 
 /// One round: every test point once.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Round {
     pub round: usize,
     pub points: Vec<PointResult>,
 }
 
 /// The steady-state decision for one tracking variable.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SteadyRecord {
     /// E.g. `IOPS 0/100 4KiB`.
     pub variable: String,
@@ -309,7 +309,7 @@ pub struct SteadyRecord {
 }
 
 /// A point of a time line (WSAT, HIR, XSR).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TimePoint {
     /// Seconds since the test's stimulus began (idle time included).
     pub t_s: f64,
@@ -324,7 +324,7 @@ pub struct TimePoint {
 }
 
 /// A response-time histogram at an operating point.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct HistogramResult {
     /// `max`, `mid`, `min`.
     pub operating_point: String,
@@ -337,7 +337,7 @@ pub struct HistogramResult {
 }
 
 /// Everything one test measured on one target.
-#[derive(Clone, Debug, Serialize, Default)]
+#[derive(Clone, Debug, Serialize, Deserialize, Default)]
 pub struct TestResult {
     pub test: String,
     pub target: String,
