@@ -275,6 +275,8 @@ impl CardConfig {
             gc_background_lebs: v.gc_background_lebs * k,
             gc_stall_lebs: k,
             gc_share: v.gc_share,
+            gc_runway_lebs: v.gc_runway_lebs * k,
+            gc_catchup_lebs: v.catchup_lebs * k,
             gc_idle_fraction: v.idle_groom_fraction,
             read_policy: ReadPolicy {
                 priority: self.read_priority,
@@ -333,9 +335,11 @@ pub struct Member {
     link_bps: u64,
     host_read_ns: u64,
     host_write_ns: u64,
-    /// GC moves hold the write data path ([`Preset::gc_datapath`]): the
-    /// time one moved sector holds it (read plus write transfer), 0 if not.
+    /// GC moves hold the data paths ([`Preset::gc_datapath`]): the time
+    /// one moved sector holds the write path (its write transfer) and the
+    /// read path (its read transfer), 0 if not.
     move_ns: u64,
+    move_read_ns: u64,
 }
 
 impl Member {
@@ -348,11 +352,16 @@ impl Member {
     ) -> Result<Member, DeviceError> {
         let (cmd_read_ns, cmd_write_ns) = preset.command_ns();
         let (read_bps, write_bps) = preset.datapath_bytes_per_s();
-        let move_ns = if preset.gc_datapath {
+        // The garbage collector bypass: a moved sector comes up the read
+        // pipeline and goes down the write pipeline, each for its transfer.
+        let (move_ns, move_read_ns) = if preset.gc_datapath {
             let sector = cfg.sector_bytes as u64;
-            (Nanos::for_bytes(sector, read_bps) + Nanos::for_bytes(sector, write_bps)).0
+            (
+                Nanos::for_bytes(sector, write_bps).0,
+                Nanos::for_bytes(sector, read_bps).0,
+            )
         } else {
-            0
+            (0, 0)
         };
         let health = Health::new(&cfg, env, preset, id, write_bps);
         let cycles = cfg.timing.endurance_cycles;
@@ -379,6 +388,7 @@ impl Member {
             host_read_ns: preset.host_read_ns,
             host_write_ns: preset.host_write_ns,
             move_ns,
+            move_read_ns,
         })
     }
 
@@ -389,8 +399,8 @@ impl Member {
     }
 
     /// Charges the GC moves made since the FTL had moved `moved0` sectors
-    /// (`idle0` of them by idle grooming) to the write data path at `t0`,
-    /// ahead of the host write that paced them. Idle grooming's moves were
+    /// (`idle0` of them by idle grooming) to the read and write data paths
+    /// at `t0`, ahead of the host I/O that paced or waited for them. Idle grooming's moves were
     /// made in the host's pause, paced at the data path's rate, while the
     /// path had nothing else to do: they are not charged again.
     #[inline]
@@ -399,6 +409,9 @@ impl Member {
         let moved = (self.vsl.gc_sectors_moved() - moved0).saturating_sub(idle);
         if moved > 0 && self.move_ns > 0 {
             self.ctrl_write.reserve(t0, Nanos(moved * self.move_ns));
+        }
+        if moved > 0 && self.move_read_ns > 0 {
+            self.ctrl_read.reserve(t0, Nanos(moved * self.move_read_ns));
         }
     }
 
@@ -475,10 +488,13 @@ impl Member {
         match kind {
             IoKind::Read => {
                 let t0 = now + Nanos(self.host_read_ns);
+                let (moved0, idle0) = (self.vsl.gc_sectors_moved(), self.vsl.gc_idle_moves());
+                let media_done = self.vsl.read(t0, lba, sectors)?;
+                // Grooming the read set off (catch-up) goes first.
+                self.charge_moves(t0, moved0, idle0);
                 let (_, ctrl_done) = self
                     .ctrl_read
                     .reserve(t0, Self::pipeline(self.cmd_read_ns, bytes, self.read_bps));
-                let media_done = self.vsl.read(t0, lba, sectors)?;
                 Ok(ctrl_done.max(media_done + Nanos::for_bytes(bytes, self.link_bps)))
             }
             IoKind::Write => {

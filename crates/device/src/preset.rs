@@ -44,8 +44,9 @@ pub struct Preset {
     pub compression: bool,
     /// GC moves pass through the controller's data path (Fusion-io's
     /// "garbage collector bypass" from the read into the write pipeline):
-    /// each moved sector holds the write data path for its read and its
-    /// write transfer, in turn with the host's writes.
+    /// each moved sector holds the read data path for its read transfer and
+    /// the write data path for its write transfer, in turn with the host's
+    /// reads and writes.
     pub gc_datapath: bool,
     /// Where the data-sheet figures come from.
     pub source: &'static str,
@@ -82,6 +83,13 @@ pub struct VslParams {
     pub gc_background_lebs: u32,
     /// Share of the array's move capacity the paced groomer may use.
     pub gc_share: f64,
+    /// Erase units a foreground stall reclaims beyond the low watermark
+    /// before host writes resume (the groomer's runway).
+    pub gc_runway_lebs: u32,
+    /// After host writes stop at the wall, the groomer collects in the
+    /// foreground until this many erase units above the low watermark are
+    /// free; host I/O waits behind it. 0 = off.
+    pub catchup_lebs: u32,
     /// Idle grooming: the share of the spare erase units (above the high
     /// watermark) the groomer frees while the host is idle; 0 = off.
     pub idle_groom_fraction: f64,
@@ -103,6 +111,8 @@ impl VslParams {
         gc_reserve_lebs: 2,
         gc_background_lebs: 4,
         gc_share: 0.5,
+        gc_runway_lebs: 0,
+        catchup_lebs: 0,
         idle_groom_fraction: 0.0,
         buffer_units: 16,
         wear_level_spread: 64,

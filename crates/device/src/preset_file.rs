@@ -247,6 +247,8 @@ pub const SOURCED_FIELDS: &[&str] = &[
     "vsl.gc_reserve_lebs",
     "vsl.gc_background_lebs",
     "vsl.gc_share",
+    "vsl.gc_runway_lebs",
+    "vsl.catchup_lebs",
     "vsl.idle_groom_fraction",
     "vsl.buffer_units",
     "vsl.wear_level_spread",
@@ -494,6 +496,8 @@ impl VslParams {
             256,
         )?;
         c.float("vsl.gc_share", self.gc_share, 0.01, 1.0)?;
+        c.int("vsl.gc_runway_lebs", self.gc_runway_lebs as u64, 0, 64)?;
+        c.int("vsl.catchup_lebs", self.catchup_lebs as u64, 0, 64)?;
         c.float(
             "vsl.idle_groom_fraction",
             self.idle_groom_fraction,
