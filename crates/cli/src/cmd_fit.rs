@@ -71,6 +71,10 @@ pub struct FitArgs {
     /// (leave-one-out; one more search per figure).
     #[arg(long)]
     pub loo: bool,
+    /// Nelder-Mead iterations of each leave-one-out refit (default:
+    /// --max-iters); each starts at the fitted point.
+    #[arg(long)]
+    pub loo_iters: Option<u64>,
     /// After the search, evaluate the fitted preset once more on a card
     /// scaled by this (1: the full card) and report those figures too: the
     /// search runs on scaled cards, the confirmation says what the full
@@ -373,10 +377,11 @@ pub fn fit(a: FitArgs) -> Result<()> {
     }
 
     let n = free.len() as u64;
-    let searches = 1 + if a.loo { figures.len() as u64 } else { 0 };
+    let loo_searches = if a.loo { figures.len() as u64 } else { 0 };
     // Nelder-Mead evaluates about n + 1 points to start and 1-2 per
     // iteration (n more on a shrink): an estimate for the bar and ETA.
-    let estimate = searches * (n + 1 + 2 * a.max_iters);
+    let estimate = (n + 1 + 2 * a.max_iters)
+        + loo_searches * (n + 1 + 2 * a.loo_iters.unwrap_or(a.max_iters));
     let bar = if a.quiet {
         ProgressBar::hidden()
     } else {
@@ -437,7 +442,8 @@ pub fn fit(a: FitArgs) -> Result<()> {
             bar.set_message(format!("leave-one-out {}/{}", j + 1, figures.len()));
             let mut use_fig = all.clone();
             use_fig[j] = false;
-            let (bj, _) = fit::nelder_mead(&best, a.step / 2.0, a.seed, a.max_iters, &mut |x| {
+            let iters = a.loo_iters.unwrap_or(a.max_iters);
+            let (bj, _) = fit::nelder_mead(&best, a.step / 2.0, a.seed, iters, &mut |x| {
                 ev.cost(x, &use_fig)
             })
             .map_err(|e| anyhow!("leave-one-out search: {e}"))?;
@@ -478,10 +484,10 @@ pub fn fit(a: FitArgs) -> Result<()> {
             measured: f.value,
             tolerance: f.tolerance,
             fitted: m,
-            error_pct: (m / f.value - 1.0) * 100.0,
+            error_pct: fit::error(f, m) * f.tolerance * 100.0,
             within_tolerance: fit::error(f, m).abs() <= 1.0,
             loo_predicted: *l,
-            loo_error_pct: l.map(|l| (l / f.value - 1.0) * 100.0),
+            loo_error_pct: l.map(|l| fit::error(f, l) * f.tolerance * 100.0),
             confirmed: None,
             confirmed_error_pct: None,
         })
@@ -536,7 +542,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
         let m = fit::evaluate(leaked, &figures, &full).map_err(|e| anyhow!("--confirm: {e}"))?;
         for ((r, f), v) in report.figures.iter_mut().zip(&figures).zip(m) {
             r.confirmed = Some(v);
-            r.confirmed_error_pct = Some((v / f.value - 1.0) * 100.0);
+            r.confirmed_error_pct = Some(fit::error(f, v) * f.tolerance * 100.0);
         }
         report.confirm_scale = Some(c);
         report.confirm_s = Some(confirm_started.elapsed().as_secs_f64());

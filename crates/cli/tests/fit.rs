@@ -5,7 +5,7 @@
 //! same loop on an attached card is `fit_loop.rs` and `bench/fit_loop.sh`.
 
 mod common;
-use common::{assert_one_line_error, vsl};
+use common::{assert_one_line_error, set_field, vsl};
 use std::path::{Path, PathBuf};
 
 fn tmp(name: &str) -> PathBuf {
@@ -114,7 +114,7 @@ fn fit_recovers_a_hidden_reserve_and_predicts_another_format() {
     let dir = tmp("loop");
     // The hidden card: the 640 MLC with 18 % reserved instead of 10 %.
     let (_, text, _) = vsl(&["devices", "--show", "iodrive-duo-640-mlc"]);
-    let hidden_text = text.replace("reserved_fraction = 0.1\n", "reserved_fraction = 0.18\n");
+    let hidden_text = set_field(&text, "reserved_fraction", "0.18");
     assert_ne!(hidden_text, text);
     let hidden = dir.join("hidden.toml");
     std::fs::write(&hidden, hidden_text).unwrap();
