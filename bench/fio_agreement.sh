@@ -22,12 +22,27 @@
 #   PLACES="file loop" RWS="randread randwrite" BSS="4k 64k" TQS="1x1 4x16 16x16"
 #   JSON_OUT=FILE     also write every round as JSON
 #   VSL=PATH          use this vsl binary (default: build it)
+#   MEM=pages|huge    what both tools' I/O buffers are made of: pages = 4 KiB
+#                     pages (ours --mem pages, fio --mem=malloc, both tools'
+#                     default); huge = 2 MiB pages (ours --mem huge, fio
+#                     --mem=shmhuge), with hugetlbfs pages reserved for the
+#                     run (vm.nr_hugepages, restored after). On a virtio disk
+#                     a 64 KiB buffer of scattered 4 KiB pages is 16
+#                     segments, in a huge page one: the host serves the two
+#                     at different speeds, and which pages a process gets is
+#                     luck (docs/REALDEV.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-2}
 size=${2:-1G}
 rounds=${ROUNDS:-5}
 disk_dir=${DISK_DIR:-/var/tmp}
+mem=${MEM:-pages}
+case $mem in
+  pages) fio_mem=malloc ;;
+  huge) fio_mem=shmhuge ;;
+  *) echo "MEM=$mem: expected pages or huge" >&2; exit 1 ;;
+esac
 command -v fio >/dev/null || { echo "fio not found: run scripts/setup.sh" >&2; exit 1; }
 if [ -n "${VSL:-}" ]; then
   vsl=$VSL
@@ -42,6 +57,7 @@ loop=""
 cleanup() {
   if [ -n "$loop" ]; then losetup -d "$loop" || true; fi
   rm -rf "$work"; rm -f "$file"
+  if [ -n "${old_huge:-}" ]; then echo "$old_huge" >/proc/sys/vm/nr_hugepages; fi
 }
 trap cleanup EXIT
 raw="$work/rounds.txt"
@@ -50,16 +66,23 @@ raw="$work/rounds.txt"
 ours() { # target rw bs threads qd
   python3 bench/cpu_run.py ours "$work/ours.json" -- "$vsl" run --target "$1" \
     --rw "$2" --bs "$3" --threads "$4" --qd "$5" --duration "${secs}s" --interval 1s \
-    --json "$work/ours.json" -q
+    --mem "$mem" --json "$work/ours.json" -q
 }
 theirs() { # engine path rw bs threads qd
   python3 bench/cpu_run.py fio "$work/fio.json" -- fio --name=agree --filename="$2" \
     --size="$size" --bs="$4" --rw="$3" --ioengine="$1" --direct=1 --iodepth="$6" \
     --numjobs="$5" --runtime="$secs" --time_based --group_reporting --norandommap \
-    --randrepeat=0 --thread --output-format=json
+    --randrepeat=0 --thread --mem="$fio_mem" --output-format=json
 }
 
-echo "fio_agreement: $("$vsl" --version) vs $(fio --version), ${secs}s per run, ${rounds} rounds, ${size} file in $disk_dir ($(findmnt -no FSTYPE --target "$disk_dir")), $(nproc) cores, kernel $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "fio_agreement: $("$vsl" --version) vs $(fio --version), I/O memory $mem, ${secs}s per run, ${rounds} rounds, ${size} file in $disk_dir ($(findmnt -no FSTYPE --target "$disk_dir")), $(nproc) cores, kernel $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ "$mem" = huge ]; then
+  # Enough 2 MiB pages for 16 jobs x QD 16 x 64 KiB, each job's area
+  # rounded up to whole pages, for fio's shm and for ours.
+  old_huge=$(cat /proc/sys/vm/nr_hugepages)
+  echo 256 >/proc/sys/vm/nr_hugepages
+  echo "huge pages: $(cat /proc/sys/vm/nr_hugepages) x 2 MiB reserved (was $old_huge)"
+fi
 # Lay the file out once (sequential 1 MiB writes of random data).
 "$vsl" run --target "file:$file:$size" --rw write --bs 1M --threads 1 --qd 1 \
   --duration 100ms --precondition -q --json "$work/fill.json"

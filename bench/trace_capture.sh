@@ -15,12 +15,12 @@
 # CLIENTS (8), SCALE_CARD (0.01), NO_BUILD=1 (use target/release as is),
 # TRACE_DIR (where the trace goes; default next to the store, on the same
 # filesystem, whose journal commits the store's fdatasyncs share), PARTS
-# (fio,pgbench).
+# (fio,pgbench), BIN (the vsl-blockdev binary to measure, e.g. an older
+# build for an A/B).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -n "${NO_BUILD:-}" ] || cargo build --release -q -p blockdev
-BIN=$PWD/target/release/vsl-blockdev
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+BIN=${BIN:-$PWD/target/release/vsl-blockdev}
 ROUNDS=${ROUNDS:-3}
 FIO_SECONDS=${FIO_SECONDS:-20}
 PG_SECONDS=${PG_SECONDS:-30}
@@ -31,9 +31,9 @@ PORT=54331
 work=$(mktemp -d /tmp/openvsl-tracecost.XXXXXX)
 chmod 755 "$work"
 export OPENVSL_RUN_DIR=$work/run OPENVSL_STATE_DIR=$work/state
+. bench/lib/pg_attached.sh
 cleanup() {
-  runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/mnt/pgdata" -m immediate stop >/dev/null 2>&1 || true
-  umount "$work/mnt" 2>/dev/null || true
+  pg_cleanup
   "$BIN" detach --all >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -91,12 +91,6 @@ fio_iops() {
     python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; print(round(j["read"]["iops"]+j["write"]["iops"]))'
 }
 
-pg_tps() {
-  (cd "$work/mnt/pglog" && runuser -u postgres -- pgbench -h "$work/mnt/pglog" -p $PORT \
-    -c "$CLIENTS" -j 2 -T "$PG_SECONDS" postgres 2>/dev/null) |
-    grep -oP 'tps = \K[0-9.]+' | head -1
-}
-
 # Alternate which side goes first.
 alternate() {
   local name=$1
@@ -123,16 +117,9 @@ fio --name=fill --filename="$dev" --rw=write --bs=1m --direct=1 --ioengine=libai
 alternate fio fio_off fio_on fio_iops
 }
 [[ $PARTS != *pgbench* ]] || {
-
-mkfs.ext4 -q -F -E nodiscard "$dev"
-mount "$dev" "$work/mnt"
-mkdir "$work/mnt/pgdata" "$work/mnt/pglog"
-chown postgres: "$work/mnt/pgdata" "$work/mnt/pglog"
-runuser -u postgres -- "$PGBIN/initdb" -D "$work/mnt/pgdata" >/dev/null 2>&1
-runuser -u postgres -- "$PGBIN/pg_ctl" -D "$work/mnt/pgdata" -l "$work/mnt/pglog/server.log" \
-  -o "-p $PORT -k $work/mnt/pglog -c listen_addresses=''" -w start >/dev/null
-runuser -u postgres -- pgbench -h "$work/mnt/pglog" -p $PORT -i -q -s "$PGSCALE" postgres >/dev/null 2>&1
-alternate pgbench pg_off pg_on pg_tps
+pg_on "$dev"
+pgbench_init "$PGSCALE"
+alternate pgbench pg_off pg_on pgbench_tps "$CLIENTS" "$PG_SECONDS"
 }
 
 python3 - "${fio_off[*]}" "${fio_on[*]}" "${pg_off[*]}" "${pg_on[*]}" "$ROUNDS" "$(cat "$work/cpu")" <<'PY'

@@ -57,10 +57,27 @@ def test_gc_policies_listed_and_selectable():
     assert d1["gc_pages_moved"] != greedy["gc_pages_moved"]
 
 
+def test_placements_listed_and_selectable():
+    assert list(openvsl.placements()) == ["single", "hot-cold", "streams"]
+    assert all(source for _, source in openvsl.placements().values())
+    skewed = dict(QUICK, random_distribution="zoned:90/10:10/90", seed=4)
+    single, _ = openvsl.run(**skewed)
+    hot_cold, _ = openvsl.run(placement="hot-cold", **skewed)
+    # The hot tenth of the card (6.4 GB at scale 0.01) as its own stream.
+    streams, _ = openvsl.run(placement="streams", stream=["0-640M"], **skewed)
+    assert openvsl.run(placement="hot-cold", **skewed)[0] == hot_cold
+    moved = {s["gc_pages_moved"] for s in (single, hot_cold, streams)}
+    assert len(moved) == 3, "the placement changes nothing"
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(colour="red"), "unexpected argument '--colour' found"),
     (dict(gc_policy="d-choices:0"), "d-choices:0"),
     (dict(gc_policy="windowed:0"), "windowed:0"),
+    (dict(gc_policy="lru"), "unknown GC policy 'lru'"),
+    (dict(placement="lukewarm"), "unknown placement"),
+    (dict(placement="streams", stream=["0-2G", "1G-3G"]), "overlap"),
+    (dict(placement="streams", stream=["0-100T"]), "beyond the card"),
     (dict(profile="nope"), "unknown profile 'nope'"),
     (dict(duration="soon"), "--duration"),
     (dict(device="floppy"), "floppy"),
@@ -104,6 +121,10 @@ def test_sweep_bad_plans_keep_finished_results(tmp_path):
     for plan, message in [
         (dict(QUICK, colour="red"), "unknown key 'colour'"),
         (dict(QUICK, format=[]), "'format' is an empty list"),
+        (dict(QUICK, gc_policy=["greedy", "lru"]), "unknown GC policy 'lru'"),
+        (dict(QUICK, gc_policy="d-choices:0"), "d-choices:0"),
+        (dict(QUICK, placement="lukewarm"), "unknown placement"),
+        (dict(QUICK, placement="streams", stream="0-100T"), "beyond the card"),
     ]:
         with pytest.raises(openvsl.OpenvslError, match=message):
             openvsl.sweep(plan, out=out)

@@ -5,12 +5,15 @@
 //! (`trace.NNN.blkparse`), each rotated by size.
 //!
 //! [`Capture`] is what the request path sees: one relaxed load when
-//! capture is off, and a `try_send` of a [`TraceRecord`] into a bounded
-//! channel when it is on. A full channel drops the record and counts it
+//! capture is off, and when it is on a push of a [`TraceRecord`] into the
+//! serving thread's own buffer (a mutex only the writer ever contends,
+//! once per poll). A full buffer drops the record and counts it
 //! ([`TraceStatus::dropped`]), so the I/O path never waits on the disk the
-//! trace goes to. The writer thread ([`Capture::start_writer`]) puts the
-//! records back in time order (a request completes after later arrivals;
-//! events are held [`HOLD`] before they are written) and formats them.
+//! trace goes to, and no cache line is shared between serving threads.
+//! The writer thread ([`Capture::start_writer`]) takes every buffer each
+//! [`POLL`], puts the records back in time order (a request completes
+//! after later arrivals; events are held [`HOLD`] before they are
+//! written) and formats them straight into the files' buffers.
 //!
 //! What a loop device above a FUSE file lets the daemon see: reads,
 //! writes, discards (hole punch / zero range) and flushes (fsync). The
@@ -18,19 +21,20 @@
 //! and a flush, and both are captured as such.
 
 use serde::{Deserialize, Serialize};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// Records the channel holds before the request path starts dropping
-/// (~5 MB of records).
-pub const CHANNEL_RECORDS: usize = 1 << 16;
+/// Records one serving thread's buffer holds before the request path
+/// starts dropping (~4 MB of records; at 0.1 M requests a second, the
+/// attached card's pace, a buffer holds more than half a second).
+pub const SLOT_RECORDS: usize = 1 << 16;
 /// How long an event waits in the writer before it is written, so that a
 /// request still in flight (arrived earlier, completes later) is not
 /// written out of order. Longer than any latency the model gives.
@@ -38,16 +42,20 @@ pub const HOLD: Duration = Duration::from_millis(1000);
 /// Events held in the writer at most (then the oldest are written even if
 /// younger than [`HOLD`]; a later, earlier event counts as out of order).
 const HELD_MAX: usize = 1 << 20;
-/// How often the writer takes what the channel holds: at most
-/// [`CHANNEL_RECORDS`] per poll, so up to 3 M records a second (the
-/// attached card serves ~0.1 M). Each poll is a wake-up of the writer's
-/// thread: 5 ms polls cost an idle pgbench run a tenth of the daemon's CPU.
-const POLL: Duration = Duration::from_millis(20);
+/// The writer holds events in buckets of this much time, each sorted when
+/// it is written: pushing is an append, and sorting a bucket of a few
+/// hundred events stays in the cache (a heap of a second's events did not:
+/// its pops were most of the writer's time).
+const BUCKET_NS: u64 = 1_000_000;
+/// How often the writer takes what the serving threads' buffers hold.
+/// Each poll is a wake-up of the writer's thread: 5 ms polls cost an idle
+/// pgbench run a tenth of the daemon's CPU. Control requests (start, stop)
+/// wake it at once.
+pub const POLL: Duration = Duration::from_millis(20);
 /// Smallest `--trace-rotate`.
 pub const ROTATE_MIN_BYTES: u64 = 4096;
 /// `--trace-rotate`'s default.
 pub const ROTATE_DEFAULT: &str = "256M";
-
 /// What a request was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TraceOp {
@@ -192,8 +200,8 @@ pub struct TraceStatus {
     pub error: Option<String>,
 }
 
+/// Control requests to the writer (records do not pass through here).
 enum Msg {
-    Rec(TraceRecord),
     Start(
         TraceOptions,
         Vec<TraceDevice>,
@@ -212,10 +220,32 @@ struct Counters {
     files: AtomicU64,
 }
 
+/// One serving thread's records, waiting for the writer.
+#[derive(Default)]
+struct Slot(Mutex<Vec<TraceRecord>>);
+
+/// Every serving thread's [`Slot`] of one capture.
+type Slots = Arc<Mutex<Vec<Arc<Slot>>>>;
+
+/// Distinguishes the captures of one process (a thread may serve several
+/// attached cards' requests in tests; each has its own slots).
+static NEXT_CAPTURE: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// This thread's slot in each capture it has handed records to.
+    static MY_SLOTS: RefCell<Vec<(u64, Arc<Slot>)>> = const { RefCell::new(Vec::new()) };
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The request path's handle on trace capture, shared by every serving
 /// thread, and the control side's (start, stop, status).
 pub struct Capture {
+    id: u64,
     active: AtomicBool,
+    slots: Slots,
     tx: SyncSender<Msg>,
     counters: Arc<Counters>,
     /// The running capture's options, or the error that ended it.
@@ -226,11 +256,14 @@ pub struct Capture {
 impl Capture {
     /// A capture that is off, with its writer thread waiting.
     pub fn start_writer() -> std::io::Result<Arc<Capture>> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL_RECORDS);
+        let (tx, rx) = std::sync::mpsc::sync_channel(4);
         let counters = Arc::new(Counters::default());
         let state = Arc::new(Mutex::new((None, None)));
+        let slots: Slots = Default::default();
         let c = Arc::new(Capture {
+            id: NEXT_CAPTURE.fetch_add(1, Relaxed),
             active: AtomicBool::new(false),
+            slots: slots.clone(),
             tx,
             counters: counters.clone(),
             state: state.clone(),
@@ -239,22 +272,45 @@ impl Capture {
         let weak = Arc::downgrade(&c);
         let h = std::thread::Builder::new()
             .name("vsl-trace".into())
-            .spawn(move || writer_loop(rx, counters, state, weak))?;
-        *c.writer.lock().unwrap_or_else(|p| p.into_inner()) = Some(h);
+            .spawn(move || writer_loop(rx, slots, counters, state, weak))?;
+        *lock(&c.writer) = Some(h);
         Ok(c)
     }
 
-    /// Hands one served request to the writer, if capturing. Never waits.
+    /// Hands one served request to the writer, if capturing: into this
+    /// thread's slot. Never waits for the writer (it holds a slot's mutex
+    /// only to swap the slot's buffer for an empty one).
     #[inline]
     pub fn record(&self, rec: impl FnOnce() -> TraceRecord) {
         if !self.active.load(Relaxed) {
             return;
         }
-        match self.tx.try_send(Msg::Rec(rec())) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.counters.dropped.fetch_add(1, Relaxed);
-            }
+        let r = rec();
+        let kept = MY_SLOTS
+            .try_with(|mine| {
+                let mut mine = mine.borrow_mut();
+                let i = match mine.iter().position(|(id, _)| *id == self.id) {
+                    Some(i) => i,
+                    None => {
+                        // Slots of captures that are gone (only this
+                        // thread still holds them) are let go.
+                        mine.retain(|(_, s)| Arc::strong_count(s) > 1);
+                        let s = Arc::new(Slot::default());
+                        lock(&self.slots).push(s.clone());
+                        mine.push((self.id, s));
+                        mine.len() - 1
+                    }
+                };
+                let mut v = lock(&mine[i].1 .0);
+                let room = v.len() < SLOT_RECORDS;
+                if room {
+                    v.push(r);
+                }
+                room
+            })
+            .unwrap_or(false);
+        if !kept {
+            self.counters.dropped.fetch_add(1, Relaxed);
         }
     }
 
@@ -328,58 +384,81 @@ impl Capture {
     pub fn shutdown(&self) {
         self.stop();
         let _ = self.tx.send(Msg::Quit);
-        if let Some(h) = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(h) = lock(&self.writer).take() {
             let _ = h.join();
         }
     }
 
-    fn lock_state(&self) -> std::sync::MutexGuard<'_, (Option<TraceOptions>, Option<String>)> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock_state(&self) -> MutexGuard<'_, (Option<TraceOptions>, Option<String>)> {
+        lock(&self.state)
     }
 }
 
 type SharedState = Arc<Mutex<(Option<TraceOptions>, Option<String>)>>;
 
+/// Takes every slot's records (swapping each slot's buffer for `spare`,
+/// which keeps its capacity) into `sink`, or counts them dropped when no
+/// capture runs (handed over as it stopped or failed: in no file).
+fn drain(slots: &Slots, spare: &mut Vec<TraceRecord>, sink: Option<&mut Sink>, c: &Counters) {
+    let all: Vec<Arc<Slot>> = {
+        let mut v = lock(slots);
+        // A slot only the registry holds belongs to a thread that ended;
+        // once empty it is let go.
+        v.retain(|s| Arc::strong_count(s) > 1 || !lock(&s.0).is_empty());
+        v.clone()
+    };
+    let mut sink = sink;
+    for s in &all {
+        std::mem::swap(&mut *lock(&s.0), spare);
+        if spare.is_empty() {
+            continue;
+        }
+        match sink.as_deref_mut() {
+            Some(k) => {
+                c.records.fetch_add(spare.len() as u64, Relaxed);
+                for r in spare.iter() {
+                    k.push(r);
+                }
+            }
+            None => {
+                c.dropped.fetch_add(spare.len() as u64, Relaxed);
+            }
+        }
+        spare.clear();
+    }
+}
+
 fn writer_loop(
     rx: Receiver<Msg>,
+    slots: Slots,
     counters: Arc<Counters>,
     state: SharedState,
     capture: std::sync::Weak<Capture>,
 ) {
     let mut sink: Option<Sink> = None;
+    let mut spare: Vec<TraceRecord> = Vec::new();
     let mut last_flush = Instant::now();
     loop {
-        let mut fail = None;
-        // Everything queued, without ever blocking on the channel: a
-        // receiver parked in the channel would make every `try_send` of
-        // the request path a futex wake-up and a context switch.
-        let drained = loop {
-            match rx.try_recv() {
-                Ok(Msg::Rec(r)) => match sink.as_mut() {
-                    Some(s) => s.push(r, &counters),
-                    // Handed over as the capture stopped (or failed): in
-                    // no file, so counted.
-                    None => {
-                        counters.dropped.fetch_add(1, Relaxed);
-                    }
-                },
-                Ok(Msg::Quit) | Err(TryRecvError::Disconnected) => return,
-                Ok(other) => {
-                    if let Err(e) = handle_control(other, &mut sink, &counters) {
-                        fail = Some(e);
-                        break false;
-                    }
-                }
-                Err(TryRecvError::Empty) => break true,
-            }
-            if sink.as_ref().is_some_and(|s| s.held.len() >= HELD_MAX) {
-                break false;
-            }
+        // A control request wakes the writer at once; records never do
+        // (the request path only pushes into its own slot).
+        let msg = match rx.recv_timeout(POLL) {
+            Ok(m) => Some(m),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => return,
         };
+        // What was handed over before the request goes where the capture
+        // then was.
+        drain(&slots, &mut spare, sink.as_mut(), &counters);
+        let mut fail = None;
+        match msg {
+            Some(Msg::Quit) => return,
+            Some(m) => fail = handle_control(m, &mut sink, &counters).err(),
+            None => {}
+        }
         if fail.is_none() {
             if let Some(s) = sink.as_mut() {
-                let before = Instant::now().checked_sub(HOLD);
-                let r = s.write_due(before, &counters).and_then(|()| {
+                let before = s.ns(Instant::now()).saturating_sub(HOLD.as_nanos() as u64);
+                let r = s.write_due(Some(before), &counters).and_then(|()| {
                     if last_flush.elapsed() >= Duration::from_secs(1) {
                         last_flush = Instant::now();
                         s.flush()
@@ -396,11 +475,8 @@ fn writer_loop(
                 c.active.store(false, Relaxed);
             }
             tracing::error!("trace capture stopped: {why}");
-            *state.lock().unwrap_or_else(|p| p.into_inner()) = (None, Some(why));
+            *lock(&state) = (None, Some(why));
             sink = None;
-        }
-        if drained {
-            std::thread::sleep(POLL);
         }
     }
 }
@@ -424,24 +500,37 @@ fn handle_control(msg: Msg, sink: &mut Option<Sink>, counters: &Counters) -> Res
             let _ = reply.send(());
             r.map_err(|e| format!("closing the trace: {e}"))
         }
-        Msg::Rec(_) | Msg::Quit => Ok(()),
+        Msg::Quit => Ok(()),
     }
 }
 
 /// An event of the time-ordered stream: a request's arrival (Q) or its
-/// completion (C).
+/// completion (C), times in ns since the capture started. Small, so the
+/// writer's heap moves little.
 #[derive(Clone, Copy, Debug)]
 struct Event {
-    at: Instant,
-    /// Insertion order, so equal times keep their order.
-    n: u64,
-    complete: bool,
-    rec: TraceRecord,
+    at: u64,
+    /// Completions after arrivals of the same time, then insertion order
+    /// (top bit: a completion; the rest: a count).
+    tie: u64,
+    offset: u64,
+    len: u64,
+    member: u32,
+    errno: i32,
+    op: TraceOp,
+}
+
+const COMPLETE_BIT: u64 = 1 << 63;
+
+impl Event {
+    fn complete(&self) -> bool {
+        self.tie & COMPLETE_BIT != 0
+    }
 }
 
 impl PartialEq for Event {
     fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == std::cmp::Ordering::Equal
+        (self.at, self.tie) == (o.at, o.tie)
     }
 }
 impl Eq for Event {}
@@ -452,7 +541,95 @@ impl PartialOrd for Event {
 }
 impl Ord for Event {
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.at, self.complete, self.n).cmp(&(o.at, o.complete, o.n))
+        (self.at, self.tie).cmp(&(o.at, o.tie))
+    }
+}
+
+/// Events waiting to be written, in buckets of [`BUCKET_NS`] by time:
+/// bucket `base + i` holds the events of [i × BUCKET_NS, (i + 1) ×
+/// BUCKET_NS) after `base`'s start.
+#[derive(Default)]
+struct Held {
+    base: u64,
+    buckets: VecDeque<Vec<Event>>,
+    /// Events of buckets already written.
+    late: Vec<Event>,
+    len: usize,
+    /// Emptied buckets, kept for their capacity.
+    spare: Vec<Vec<Event>>,
+}
+
+impl Held {
+    fn push(&mut self, e: Event) {
+        let idx = e.at / BUCKET_NS;
+        if idx < self.base {
+            self.late.push(e);
+            return;
+        }
+        let i = (idx - self.base) as usize;
+        while self.buckets.len() <= i {
+            let b = self.spare.pop().unwrap_or_default();
+            self.buckets.push_back(b);
+        }
+        self.buckets[i].push(e);
+        self.len += 1;
+    }
+
+    /// The oldest bucket if it ends by bucket `upto`, or while more than
+    /// `max` events are held; the next bucket becomes the oldest.
+    fn pop_due(&mut self, upto: u64, max: usize) -> Option<Vec<Event>> {
+        if self.base >= upto && self.len <= max {
+            return None;
+        }
+        match self.buckets.pop_front() {
+            Some(b) => {
+                self.base += 1;
+                self.len -= b.len();
+                Some(b)
+            }
+            None => {
+                // Nothing held: the next event starts from `upto`.
+                if upto != u64::MAX {
+                    self.base = self.base.max(upto);
+                }
+                None
+            }
+        }
+    }
+
+    fn recycle(&mut self, mut b: Vec<Event>) {
+        b.clear();
+        self.spare.push(b);
+    }
+}
+
+/// A device's text, formatted once: the blkparse line's `maj,min cpu `
+/// prefix and its `[ioDimmN]` tag, and the iolog's file name.
+struct DevText {
+    member: u32,
+    blkparse_prefix: Vec<u8>,
+    tag: Vec<u8>,
+    path: Vec<u8>,
+}
+
+impl DevText {
+    fn of(d: &TraceDevice) -> DevText {
+        DevText {
+            member: d.member,
+            blkparse_prefix: format!("{:>3},{:<3} {:>2} ", d.major, d.minor, 0).into_bytes(),
+            tag: format!("[ioDimm{}]\n", d.member).into_bytes(),
+            path: d.path.clone().into_bytes(),
+        }
+    }
+
+    /// A member the capture was not told about: named by its member.
+    fn unnamed(member: u32) -> DevText {
+        DevText::of(&TraceDevice {
+            member,
+            path: format!("ioDimm{member}"),
+            major: 0,
+            minor: 0,
+        })
     }
 }
 
@@ -460,15 +637,16 @@ impl Ord for Event {
 struct Sink {
     opts: TraceOptions,
     devices: Vec<TraceDevice>,
+    text: Vec<DevText>,
     t0: Instant,
     iolog: Option<Rotating>,
     blkparse: Option<Rotating>,
-    held: BinaryHeap<Reverse<Event>>,
+    held: Held,
     n: u64,
-    last_written: Option<Instant>,
+    last_written: Option<u64>,
     seq: u64,
     /// The line being formatted (reused: no allocation per event).
-    line: String,
+    line: Vec<u8>,
 }
 
 impl Sink {
@@ -482,7 +660,6 @@ impl Sink {
                 file: None,
                 bytes_in_file: 0,
                 last_us: 0,
-                line: String::new(),
             })
         };
         let iolog = if opts.format.iolog() {
@@ -497,42 +674,52 @@ impl Sink {
         };
         Ok(Sink {
             opts,
+            text: devices.iter().map(DevText::of).collect(),
             devices,
             t0: Instant::now(),
             iolog,
             blkparse,
-            held: BinaryHeap::new(),
+            held: Held::default(),
             n: 0,
             last_written: None,
             seq: 0,
-            line: String::with_capacity(128),
+            line: Vec::with_capacity(160),
         })
     }
 
-    fn push(&mut self, r: TraceRecord, c: &Counters) {
-        c.records.fetch_add(1, Relaxed);
-        for complete in [false, true] {
-            let at = if complete { r.completion } else { r.arrival };
-            self.held.push(Reverse(Event {
-                at,
-                n: self.n,
-                complete,
-                rec: r,
-            }));
+    fn push(&mut self, r: &TraceRecord) {
+        for (complete, at) in [(0, r.arrival), (COMPLETE_BIT, r.completion)] {
+            let e = Event {
+                at: self.ns(at),
+                tie: complete | self.n,
+                offset: r.offset,
+                len: r.len,
+                member: r.member,
+                errno: r.errno,
+                op: r.op,
+            };
+            self.held.push(e);
             self.n += 1;
         }
     }
 
-    /// Writes the events that happened before `before` (all with `None`),
-    /// and the oldest beyond [`HELD_MAX`].
-    fn write_due(&mut self, before: Option<Instant>, c: &Counters) -> std::io::Result<()> {
-        while let Some(Reverse(e)) = self.held.peek().copied() {
-            let due = before.is_none_or(|b| e.at < b) || self.held.len() > HELD_MAX;
-            if !due {
-                break;
-            }
-            self.held.pop();
+    /// Writes the events of the buckets that end by `before` ns (all with
+    /// `None`), and the oldest beyond [`HELD_MAX`]; first any event that
+    /// came after its bucket was written (out of order).
+    fn write_due(&mut self, before: Option<u64>, c: &Counters) -> std::io::Result<()> {
+        let mut late = std::mem::take(&mut self.held.late);
+        late.sort_unstable();
+        for e in late.drain(..) {
             self.write_event(&e, c)?;
+        }
+        self.held.late = late;
+        let upto = before.map_or(u64::MAX, |b| b / BUCKET_NS);
+        while let Some(mut bucket) = self.held.pop_due(upto, HELD_MAX) {
+            bucket.sort_unstable();
+            for e in &bucket {
+                self.write_event(e, c)?;
+            }
+            self.held.recycle(bucket);
         }
         Ok(())
     }
@@ -541,37 +728,45 @@ impl Sink {
         at.saturating_duration_since(self.t0).as_nanos() as u64
     }
 
+    /// The formatted text of member `m` (added if the capture was not told
+    /// about it).
+    fn dev_text(&mut self, m: u32) -> usize {
+        match self.text.iter().position(|d| d.member == m) {
+            Some(i) => i,
+            None => {
+                self.text.push(DevText::unnamed(m));
+                self.text.len() - 1
+            }
+        }
+    }
+
     fn write_event(&mut self, e: &Event, c: &Counters) -> std::io::Result<()> {
+        let complete = e.complete();
         if self.last_written.is_some_and(|l| e.at < l) {
-            if !e.complete {
+            if !complete {
                 c.out_of_order.fetch_add(1, Relaxed);
             }
         } else {
             self.last_written = Some(e.at);
         }
-        let t_ns = self.ns(e.at);
-        let fallback;
-        let dev = match self.devices.iter().find(|d| d.member == e.rec.member) {
-            Some(d) => d,
-            None => {
-                fallback = TraceDevice {
-                    member: e.rec.member,
-                    path: format!("ioDimm{}", e.rec.member),
-                    major: 0,
-                    minor: 0,
-                };
-                &fallback
-            }
-        };
-        if !e.complete {
+        let d = self.dev_text(e.member);
+        if !complete {
             if let Some(io) = self.iolog.as_mut() {
-                io.write_iolog(&self.opts, &self.devices, t_ns / 1000, dev, &e.rec, c)?;
+                io.write_iolog(
+                    &self.opts,
+                    &self.devices,
+                    &mut self.line,
+                    e.at / 1000,
+                    &self.text[d].path,
+                    e,
+                    c,
+                )?;
             }
         }
         if let Some(bp) = self.blkparse.as_mut() {
             self.seq += 1;
             self.line.clear();
-            fmt_blkparse(&mut self.line, dev, self.seq, t_ns, e.complete, &e.rec);
+            fmt_blkparse(&mut self.line, &self.text[d], self.seq, e);
             bp.write_text(&self.opts, &self.line, c)?;
         }
         Ok(())
@@ -603,6 +798,19 @@ impl Sink {
     }
 }
 
+/// Appends `v` in decimal, right-aligned in `width` columns.
+fn put_right(out: &mut Vec<u8>, v: u64, width: usize) {
+    let mut b = itoa::Buffer::new();
+    let s = b.format(v).as_bytes();
+    out.resize(out.len() + width.saturating_sub(s.len()), b' ');
+    out.extend_from_slice(s);
+}
+
+/// Appends `v` in decimal.
+fn put_num(out: &mut Vec<u8>, v: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
 /// The `blkparse` default output line of one event: `maj,min cpu seq
 /// secs.nsecs pid action rwbs sector + nsectors [process|error]`, sectors
 /// of 512 bytes. The process is the ioMemory device's name (the daemon
@@ -614,49 +822,61 @@ pub fn blkparse_line(
     complete: bool,
     r: &TraceRecord,
 ) -> String {
-    let mut out = String::new();
-    fmt_blkparse(&mut out, dev, seq, t_ns, complete, r);
-    out
+    let e = Event {
+        at: t_ns,
+        tie: if complete { COMPLETE_BIT } else { 0 },
+        offset: r.offset,
+        len: r.len,
+        member: r.member,
+        errno: r.errno,
+        op: r.op,
+    };
+    let mut out = Vec::new();
+    fmt_blkparse(&mut out, &DevText::of(dev), seq, &e);
+    String::from_utf8(out).expect("ASCII")
 }
 
-/// [`blkparse_line`] appended to `out`.
-fn fmt_blkparse(
-    out: &mut String,
-    dev: &TraceDevice,
-    seq: u64,
-    t_ns: u64,
-    complete: bool,
-    r: &TraceRecord,
-) {
-    use std::fmt::Write as _;
-    let rwbs = match r.op {
-        TraceOp::Read => "R",
-        TraceOp::Write => "W",
-        TraceOp::Discard => "D",
-        TraceOp::Flush => "FN",
-    };
-    let _ = write!(
-        out,
-        "{:>3},{:<3} {:>2} {:>8} {:>5}.{:09} {:>5} {:>2} {:>3} ",
-        dev.major,
-        dev.minor,
-        0,
-        seq,
-        t_ns / 1_000_000_000,
-        t_ns % 1_000_000_000,
-        0,
-        if complete { "C" } else { "Q" },
-        rwbs
-    );
-    let sector = r.offset / 512;
-    let sectors = r.len.div_ceil(512);
-    let m = r.member;
-    let _ = match (complete, sectors) {
-        (false, 0) => writeln!(out, "[ioDimm{m}]"),
-        (false, n) => writeln!(out, "{sector} + {n} [ioDimm{m}]"),
-        (true, 0) => writeln!(out, "{sector} [{}]", -r.errno),
-        (true, n) => writeln!(out, "{sector} + {n} [{}]", -r.errno),
-    };
+/// [`blkparse_line`] appended to `out`: `{:>3},{:<3} {:>2} {:>8}
+/// {:>5}.{:09} {:>5} {:>2} {:>3} ` then the sectors and the tag.
+fn fmt_blkparse(out: &mut Vec<u8>, dev: &DevText, seq: u64, e: &Event) {
+    let complete = e.complete();
+    out.extend_from_slice(&dev.blkparse_prefix);
+    put_right(out, seq, 8);
+    out.push(b' ');
+    put_right(out, e.at / 1_000_000_000, 5);
+    out.push(b'.');
+    let mut b = itoa::Buffer::new();
+    let nanos = b.format(e.at % 1_000_000_000).as_bytes();
+    out.resize(out.len() + 9 - nanos.len(), b'0');
+    out.extend_from_slice(nanos);
+    // pid 0, action, rwbs.
+    out.extend_from_slice(if complete {
+        b"     0  C "
+    } else {
+        b"     0  Q "
+    });
+    out.extend_from_slice(match e.op {
+        TraceOp::Read => b"  R ",
+        TraceOp::Write => b"  W ",
+        TraceOp::Discard => b"  D ",
+        TraceOp::Flush => b" FN ",
+    });
+    let sectors = e.len.div_ceil(512);
+    if complete || sectors > 0 {
+        put_num(out, e.offset / 512);
+        if sectors > 0 {
+            out.extend_from_slice(b" + ");
+            put_num(out, sectors);
+        }
+        out.push(b' ');
+    }
+    if complete {
+        out.push(b'[');
+        put_num(out, -e.errno);
+        out.extend_from_slice(b"]\n");
+    } else {
+        out.extend_from_slice(&dev.tag);
+    }
 }
 
 /// The fio iolog v3 action of an op.
@@ -698,8 +918,6 @@ struct Rotating {
     bytes_in_file: u64,
     /// The iolog's last timestamp, µs (for its `close` lines).
     last_us: u64,
-    /// The line being formatted (reused).
-    line: String,
 }
 
 impl Rotating {
@@ -708,7 +926,7 @@ impl Rotating {
             .join(format!("trace.{:03}.{}", self.index, self.ext))
     }
 
-    fn put(&mut self, text: &str, c: &Counters) -> std::io::Result<()> {
+    fn put(&mut self, text: &[u8], c: &Counters) -> std::io::Result<()> {
         if self.file.is_none() {
             let f = std::fs::OpenOptions::new()
                 .write(true)
@@ -719,13 +937,13 @@ impl Rotating {
             c.files.fetch_add(1, Relaxed);
         }
         let f = self.file.as_mut().expect("opened above");
-        f.write_all(text.as_bytes())?;
+        f.write_all(text)?;
         self.bytes_in_file += text.len() as u64;
         c.bytes.fetch_add(text.len() as u64, Relaxed);
         Ok(())
     }
 
-    fn write_text(&mut self, o: &TraceOptions, line: &str, c: &Counters) -> std::io::Result<()> {
+    fn write_text(&mut self, o: &TraceOptions, line: &[u8], c: &Counters) -> std::io::Result<()> {
         self.put(line, c)?;
         if self.bytes_in_file >= o.rotate_bytes {
             self.close(c)?;
@@ -733,13 +951,17 @@ impl Rotating {
         Ok(())
     }
 
+    /// One iolog line, `TIME_US FILE ACTION OFFSET LENGTH`, formatted in
+    /// `line`.
+    #[allow(clippy::too_many_arguments)]
     fn write_iolog(
         &mut self,
         o: &TraceOptions,
         devices: &[TraceDevice],
+        line: &mut Vec<u8>,
         t_us: u64,
-        dev: &TraceDevice,
-        r: &TraceRecord,
+        path: &[u8],
+        e: &Event,
         c: &Counters,
     ) -> std::io::Result<()> {
         // Timestamps never go back within a file (fio waits by their
@@ -753,25 +975,21 @@ impl Rotating {
             for d in devices {
                 head.push_str(&format!("{t_us} {} open\n", d.path));
             }
-            self.put(&head, c)?;
+            self.put(head.as_bytes(), c)?;
         }
         self.last_us = t_us;
-        let mut line = std::mem::take(&mut self.line);
         line.clear();
-        {
-            use std::fmt::Write as _;
-            let _ = writeln!(
-                line,
-                "{t_us} {} {} {} {}",
-                dev.path,
-                iolog_action(r.op),
-                if r.op == TraceOp::Flush { 0 } else { r.offset },
-                r.len
-            );
-        }
-        let written = self.put(&line, c);
-        self.line = line;
-        written?;
+        put_num(line, t_us);
+        line.push(b' ');
+        line.extend_from_slice(path);
+        line.push(b' ');
+        line.extend_from_slice(iolog_action(e.op).as_bytes());
+        line.push(b' ');
+        put_num(line, if e.op == TraceOp::Flush { 0 } else { e.offset });
+        line.push(b' ');
+        put_num(line, e.len);
+        line.push(b'\n');
+        self.put(line, c)?;
         if self.bytes_in_file >= o.rotate_bytes {
             self.close_iolog(devices, c)?;
         }
@@ -786,7 +1004,7 @@ impl Rotating {
         for d in devices {
             tail.push_str(&format!("{} {} close\n", self.last_us, d.path));
         }
-        self.put(&tail, c)?;
+        self.put(tail.as_bytes(), c)?;
         self.close(c)
     }
 

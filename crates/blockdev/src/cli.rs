@@ -252,8 +252,8 @@ fn resolve(a: &AttachArgs, store: &Path) -> Result<(CardConfig, StoreHeader)> {
     let mut one = card.clone();
     one.member = MemberSel::One(members[0]);
     let probe = Card::new(one)?;
-    let vsl = &probe.members[0].vsl;
-    let header = StoreHeader::new(spec, members, vsl.config(), vsl.physical_slots());
+    let m = probe.member(0);
+    let header = StoreHeader::new(spec, members, m.config(), m.physical_slots());
     Ok((card, header))
 }
 
@@ -407,7 +407,8 @@ fn attach(mut a: AttachArgs) -> Result<()> {
         .map_err(|e| anyhow!("{e}"))?;
     // Recorded absolute, for `--restore`.
     a.trace = trace.as_ref().map(|t| t.dir.clone());
-    // Bad failure options are refused before anything needs root.
+    // Bad card options (stream ranges beyond the card included) and
+    // failure options are refused before anything needs root.
     {
         let spec = match (
             Store::read_header(&store).ok().flatten(),
@@ -418,6 +419,7 @@ fn attach(mut a: AttachArgs) -> Result<()> {
         };
         let mut c = card_config(&spec)?;
         set_reliability(&mut c, &a.fail_die, &a.flashback, &a.media_errors)?;
+        c.check()?;
     }
     preflight()?;
     std::fs::create_dir_all(&store)

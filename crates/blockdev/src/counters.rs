@@ -57,6 +57,52 @@ pub struct Latency {
     pub service: Histogram<u64>,
     /// Flush (fsync) receipt to answer, store sync included.
     pub flush: Histogram<u64>,
+    /// Reads' and writes' wall time taken apart ([`Split`]).
+    pub split: [Split; 2],
+}
+
+/// Where the wall time of one kind of I/O went (receipt to answer), over
+/// the I/Os since attach: `wall = before_model + model - lead + late`,
+/// each I/O exactly (the lead and lateness as [`Completion::ack_at`] sets
+/// them).
+pub struct Split {
+    pub count: u64,
+    pub wall_ns: u64,
+    /// Receipt to the model's submission (the device lock, the FUSE
+    /// thread's queue).
+    pub before_model_ns: u64,
+    pub model_ns: u64,
+    /// How much before the model's completion the answer was due.
+    pub lead_ns: u64,
+    /// The answer after it was due.
+    pub late_ns: u64,
+    /// Of that, how late it already was when the engine returned (its
+    /// store I/O outlasting the model's time less the lead); the rest is
+    /// the wait for the answering thread.
+    pub late_at_return_ns: u64,
+    /// Submission to the engine's return (the store I/O after the model).
+    pub engine_ns: u64,
+    pub late: Histogram<u64>,
+    pub before_model: Histogram<u64>,
+    pub engine: Histogram<u64>,
+}
+
+impl Default for Split {
+    fn default() -> Split {
+        Split {
+            count: 0,
+            wall_ns: 0,
+            before_model_ns: 0,
+            model_ns: 0,
+            lead_ns: 0,
+            late_ns: 0,
+            late_at_return_ns: 0,
+            engine_ns: 0,
+            late: histogram(),
+            before_model: histogram(),
+            engine: histogram(),
+        }
+    }
 }
 
 fn histogram() -> Histogram<u64> {
@@ -75,6 +121,7 @@ impl Default for Latency {
             late: histogram(),
             service: histogram(),
             flush: histogram(),
+            split: Default::default(),
         }
     }
 }
@@ -94,12 +141,31 @@ impl Counters {
         let ns = acked.saturating_duration_since(received).as_nanos() as u64;
         let late = acked.saturating_duration_since(done.ack_at()).as_nanos() as u64;
         let model = done.at.saturating_duration_since(done.submitted).as_nanos() as u64;
+        let before = done
+            .submitted
+            .saturating_duration_since(received)
+            .as_nanos() as u64;
+        let lead = done.at.saturating_duration_since(done.ack_at()).as_nanos() as u64;
+        let engine = served.saturating_duration_since(done.submitted).as_nanos() as u64;
+        let late_at_return = served.saturating_duration_since(done.ack_at()).as_nanos() as u64;
         self.late_ns_total.fetch_add(late, Relaxed);
         self.late_count.fetch_add(1, Relaxed);
         let mut l = self.latency.lock().unwrap_or_else(|p| p.into_inner());
         let clamp = |v: u64| v.clamp(1_000, 3_600_000_000_000);
         l.late.saturating_record(clamp(late));
         l.service.saturating_record(clamp(service));
+        let sp = &mut l.split[write as usize];
+        sp.count += 1;
+        sp.wall_ns += ns;
+        sp.before_model_ns += before;
+        sp.model_ns += model;
+        sp.lead_ns += lead;
+        sp.late_ns += late;
+        sp.late_at_return_ns += late_at_return.min(late);
+        sp.engine_ns += engine;
+        sp.late.saturating_record(clamp(late));
+        sp.before_model.saturating_record(clamp(before));
+        sp.engine.saturating_record(clamp(engine));
         if write {
             l.write_total.saturating_record(clamp(ns));
             l.write_interval.saturating_record(clamp(ns));

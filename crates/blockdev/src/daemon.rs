@@ -318,6 +318,8 @@ pub struct Daemon {
     detach_requested: bool,
     /// Trace capture (`--trace`, `vsl trace`).
     capture: Arc<crate::capture::Capture>,
+    /// The FUSE ring queues' entry use ([`crate::fs::RingUse`]).
+    ring_use: Arc<crate::fs::RingUse>,
 }
 
 /// Most atomic writes served at once; more are refused with `busy` (each
@@ -396,6 +398,7 @@ impl Daemon {
         let fs =
             CardFs::new(engines.clone(), timer.clone(), want_uring).with_capture(capture.clone());
         let ring_fs = fs.clone();
+        let ring_use = fs.ring_use();
         let mnt = dir.join("mnt");
         let mut fcfg = fuser::Config::default();
         fcfg.mount_options = vec![
@@ -448,6 +451,7 @@ impl Daemon {
             notify: cfg.notify,
             detach_requested: false,
             capture,
+            ring_use,
         };
         if want_uring {
             // Once negotiated, the kernel holds every request until the
@@ -698,6 +702,13 @@ impl Daemon {
             control::Command::Status => {
                 let mut s = sampler.report(&self.state, &self.engines);
                 s.trace = Some(self.capture.status());
+                if self.queues.is_some() {
+                    s.fuse_entries = Some(crate::status::FuseEntries {
+                        per_queue: crate::uring::ENTRIES as u64,
+                        most_in_use: self.ring_use.most_in_use.load(Ordering::Relaxed),
+                        all_in_use: self.ring_use.all_in_use.load(Ordering::Relaxed),
+                    });
+                }
                 let _ = writeln!(w, "{}", serde_json::to_string(&s).unwrap_or_default());
                 false
             }

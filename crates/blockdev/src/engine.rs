@@ -21,7 +21,7 @@
 
 pub use crate::counters::{Completion, Counters, Latency};
 use crate::store::{Lifetime, MemberStore, StoreError};
-use device::{Card, CardConfig, DeviceError, IoKind, VirtualDevice};
+use device::{Card, CardConfig, DeviceError, IoKind, Member, VirtualDevice};
 use ftl::{MediaEvent, Vsl};
 use sim::Nanos;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, Ordering::Relaxed};
@@ -63,10 +63,6 @@ impl EngineError {
             _ => libc::EIO,
         }
     }
-}
-
-fn ftl_cfg_cycles(card: &Card) -> u32 {
-    card.members[0].vsl.config().timing.endurance_cycles
 }
 
 /// Why the warm thread could not prepare a unit.
@@ -259,7 +255,7 @@ impl Engine {
         timing: Timing,
     ) -> Result<Engine, EngineError> {
         let mut card = Card::new(cfg)?;
-        let ftl_cfg = card.members[0].vsl.config().clone();
+        let ftl_cfg = card.ftl_config().clone();
         let user = ftl_cfg.user_sectors;
         let lebs = ftl_cfg.geometry.lebs();
         let slots_per_leb = ftl_cfg.slots_per_leb();
@@ -289,16 +285,8 @@ impl Engine {
             store.atomic_clear()?;
         }
         vsl.enable_media_log();
-        let rel = &card.config.reliability;
-        if rel.applies_to(store.member) {
-            let cycles = ftl_cfg_cycles(&card);
-            let spare = card.members[0].health.pool_left();
-            vsl.enable_reliability(rel.ftl_config(store.member, cycles, spare))?;
-        }
-        card.members[0].vsl = vsl;
-        let m = &mut card.members[0];
-        m.health.adopt_spares(&m.vsl);
-        card.members[0].health.set_lifetime_base(
+        card.adopt_recovered(vsl)?;
+        card.member_mut(0).set_lifetime_base(
             life_base.nand_bytes_programmed,
             life_base.nand_bytes_read,
             life_base.temperature_max_c,
@@ -470,8 +458,7 @@ impl Engine {
         inner: &mut Inner,
         own: Option<(u64, &[u8], u64)>,
     ) -> Result<(), EngineError> {
-        let vsl = &mut inner.card.members[0].vsl;
-        vsl.drain_media_log(&mut inner.events);
+        inner.card.member_mut(0).drain_media_log(&mut inner.events);
         let mut moves = MoveRun::default();
         let sector = self.sector as usize;
         for e in inner.events.drain(..) {
@@ -505,16 +492,16 @@ impl Engine {
 
     /// Where the model placed sectors `start..start + count`: runs of
     /// consecutive slots with their records.
-    fn runs(&self, vsl: &Vsl, start: u64, count: u64) -> Vec<Run> {
+    fn runs(&self, m: &Member, start: u64, count: u64) -> Vec<Run> {
         let mut runs: Vec<Run> = Vec::new();
         let mut i = 0u64;
         while i < count {
-            let psa = vsl.lookup(start + i).expect("a written sector is mapped");
+            let psa = m.lookup(start + i).expect("a written sector is mapped");
             let mut records = Vec::new();
             let mut n = 0u64;
-            while i + n < count && vsl.lookup(start + i + n) == Some(psa + n as u32) {
+            while i + n < count && m.lookup(start + i + n) == Some(psa + n as u32) {
                 let l = start + i + n;
-                records.push((l as u32, vsl.slot_sequence(psa + n as u32)));
+                records.push((l as u32, m.slot_sequence(psa + n as u32)));
                 n += 1;
             }
             runs.push(Run {
@@ -551,7 +538,7 @@ impl Engine {
         let ranges: Vec<(u64, u64)> = writes.iter().map(|w| (w.0, w.1.len() as u64)).collect();
         let mut g = self.lock();
         let inner = &mut *g;
-        let seq_before = inner.card.members[0].vsl.stats().host_sectors_written;
+        let seq_before = inner.card.member(0).stats().host_sectors_written;
         let now = Nanos(self.epoch.elapsed().as_nanos() as u64).max(inner.last_submit);
         inner.last_submit = now;
         let model = inner.card.atomic(now, &ranges, trims);
@@ -574,8 +561,8 @@ impl Engine {
         };
         self.store.atomic_begin(&entry)?;
         for &(offset, data) in writes {
-            let vsl = &inner.card.members[0].vsl;
-            for r in self.runs(vsl, offset / sector, data.len() as u64 / sector) {
+            let m = inner.card.member(0);
+            for r in self.runs(m, offset / sector, data.len() as u64 / sector) {
                 let len = r.records.len() * sector as usize;
                 debug_assert!(r.records.iter().all(|rec| entry.seqs().contains(&rec.1)));
                 self.claim(r.psa, r.records.len() as u32);
@@ -605,13 +592,13 @@ impl Engine {
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<Completion, EngineError> {
         let mut g = self.lock();
         let inner = &mut *g;
-        let seq_before = inner.card.members[0].vsl.stats().host_sectors_written;
+        let seq_before = inner.card.member(0).stats().host_sectors_written;
         let done = self.submit(inner, IoKind::Write, offset, data.len() as u64)?;
         let start = offset / self.sector;
         let count = data.len() as u64 / self.sector;
         self.store_media_events(inner, Some((start, data, seq_before)))?;
         // Host data in runs of consecutive slots, each pinned until stored.
-        let runs = self.runs(&inner.card.members[0].vsl, start, count);
+        let runs = self.runs(inner.card.member(0), start, count);
         let mut pinned: Vec<usize> = Vec::with_capacity(2);
         for r in &runs {
             self.claim(r.psa, r.records.len() as u32);
@@ -656,7 +643,7 @@ impl Engine {
         let mut g = self.lock();
         let inner = &mut *g;
         let done = self.submit(inner, IoKind::Read, offset, len)?;
-        let vsl = &inner.card.members[0].vsl;
+        let vsl = inner.card.member(0);
         let start = offset / self.sector;
         let count = len / self.sector;
         // Runs of consecutive slots (unmapped sectors read as zeros), their
@@ -713,7 +700,7 @@ impl Engine {
             });
         }
         let done = self.submit(inner, IoKind::Trim, first, end - first)?;
-        let floor = inner.card.members[0].vsl.stats().host_sectors_written;
+        let floor = inner.card.member(0).stats().host_sectors_written;
         self.store
             .trim(first / self.sector, (end - first) / self.sector, floor)?;
         self.changed();
@@ -753,7 +740,7 @@ impl Engine {
         let mut idle = Duration::from_millis(5);
         let (lebs, spl) = {
             let g = self.lock();
-            let v = &g.card.members[0].vsl;
+            let v = g.card.member(0);
             (v.lebs(), v.slots_per_leb())
         };
         // Budget for twice the units looked ahead.
@@ -779,7 +766,7 @@ impl Engine {
             fresh.clear();
             {
                 let g = self.lock();
-                let v = &g.card.members[0].vsl;
+                let v = g.card.member(0);
                 for leb in v.next_free_lebs(ahead) {
                     if self.warm.mark(leb) {
                         batch.push(leb);
@@ -865,7 +852,7 @@ impl Engine {
         let mut drops: Vec<(u32, u32, std::ops::Range<usize>)> = Vec::new();
         let plan = {
             let g = self.lock();
-            let v = &g.card.members[0].vsl;
+            let v = g.card.member(0);
             let plan = recycler.plan(Instant::now(), |leb| v.closed_valid(leb));
             for &(leb, new) in &plan.drop {
                 let from = stale.len();
@@ -945,7 +932,7 @@ impl Engine {
         let _one = self.saving.lock().unwrap_or_else(|p| p.into_inner());
         let wear = {
             let g = self.lock();
-            g.card.members[0].vsl.erase_counts().to_vec()
+            g.card.member(0).erase_counts().to_vec()
         };
         debug_assert_eq!(wear.len(), self.lebs as usize);
         self.store.save_wear(&wear)?;
@@ -980,8 +967,7 @@ impl Engine {
     /// Health, endurance, power and temperature of the device.
     pub fn health(&self) -> device::HealthReport {
         let g = self.lock();
-        let m = &g.card.members[0];
-        m.health.report(&m.vsl)
+        g.card.member(0).health_report()
     }
 
     /// How long to wait before acknowledging an I/O that completes at `c`.
@@ -995,13 +981,19 @@ impl Engine {
     /// Model counters of the device (WA, GC, NAND bytes).
     pub fn model_stats(&self) -> (device::DeviceStats, ftl::FtlStats) {
         let g = self.lock();
-        (g.card.stats(), g.card.members[0].vsl.stats())
+        (g.card.stats(), g.card.member(0).stats())
+    }
+
+    /// The model's GC victim policy and data placement, by name.
+    pub fn policies(&self) -> (String, String) {
+        let g = self.lock();
+        (g.card.victim_policy_name(), g.card.placement_name())
     }
 
     /// Free erase units over all, percent.
     pub fn free_space_pct(&self) -> f64 {
         let g = self.lock();
-        let v = &g.card.members[0].vsl;
+        let v = g.card.member(0);
         100.0 * v.free_lebs() as f64 / v.lebs().max(1) as f64
     }
 }
@@ -1049,8 +1041,8 @@ mod tests {
         let mut one = card_config(&spec).unwrap();
         one.member = MemberSel::One(0);
         let probe = Card::new(one.clone()).unwrap();
-        let vsl = &probe.members[0].vsl;
-        let header = StoreHeader::new(spec, vec![0], vsl.config(), vsl.physical_slots());
+        let m = probe.member(0);
+        let header = StoreHeader::new(spec, vec![0], m.config(), m.physical_slots());
         let mut store = Store::open(dir, &header).unwrap();
         let ms = store.members.remove(0);
         let engine = Engine::open(one, ms, Instant::now(), Timing::None).unwrap();
@@ -1195,7 +1187,7 @@ mod tests {
         let (mut stale_n, mut cached_n) = (0u64, 0u64);
         {
             let g = e.lock();
-            let v = &g.card.members[0].vsl;
+            let v = g.card.member(0);
             let mut runs = Vec::new();
             for leb in 0..v.lebs() {
                 if v.closed_valid(leb).is_none() {
@@ -1302,7 +1294,7 @@ mod tests {
 
     /// The slot holding `lba`.
     fn slot_of(e: &Engine, lba: u64) -> u32 {
-        e.lock().card.members[0].vsl.lookup(lba).unwrap()
+        e.lock().card.member(0).lookup(lba).unwrap()
     }
 
     /// Runs `f` on a thread; returns its handle and a flag set when done.

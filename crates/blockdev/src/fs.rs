@@ -82,6 +82,19 @@ pub struct CardFs {
     /// Trace capture ([`crate::capture`]): every served request is handed
     /// to it (it drops them at once while off).
     capture: Option<Arc<crate::capture::Capture>>,
+    /// How full the FUSE ring queues' entries got ([`crate::uring`]).
+    ring_use: Arc<RingUse>,
+}
+
+/// How full the FUSE ring queues' entries got: a request the kernel has
+/// for a queue whose entries all hold one waits in the kernel, outside the
+/// daemon's measure ([`crate::status::FuseEntries`]).
+#[derive(Default)]
+pub struct RingUse {
+    /// Most entries of one queue holding a request at once.
+    pub most_in_use: std::sync::atomic::AtomicU64,
+    /// Requests taken while every entry of their queue held one.
+    pub all_in_use: std::sync::atomic::AtomicU64,
 }
 
 impl CardFs {
@@ -98,7 +111,13 @@ impl CardFs {
             inited: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             flusher: Default::default(),
             capture: None,
+            ring_use: Default::default(),
         }
+    }
+
+    /// The FUSE ring queues' entry use, shared by every clone.
+    pub fn ring_use(&self) -> Arc<RingUse> {
+        self.ring_use.clone()
     }
 
     /// Hands every served request to `capture` ([`crate::capture`]).

@@ -134,6 +134,15 @@ pub struct DeviceStatus {
     /// The card's trace capture (attached devices only; `vsl trace`).
     #[serde(default)]
     pub trace: Option<crate::capture::TraceStatus>,
+    /// GC victim policy (`vsl policies`), e.g. `greedy` or `d-choices:4`.
+    #[serde(default)]
+    pub gc_policy: String,
+    /// Data placement: `single`, `hot-cold` or `streams`.
+    #[serde(default)]
+    pub placement: String,
+    /// The `--stream` ranges (card bytes, as given) of `streams`.
+    #[serde(default)]
+    pub streams: Vec<String>,
 }
 
 /// What `vsl status --json` prints.
@@ -238,6 +247,16 @@ pub fn device_status(dir: &Path) -> Result<Vec<DeviceStatus>> {
             Some(s) => (Some(s.free_space_pct), Some(s.latency_histogram.clone())),
             None => (None, None),
         };
+        // What the running model uses; the store's card options when
+        // detached (or the daemon is older than the field).
+        let (gc_policy, placement) = match live.filter(|s| !s.placement.is_empty()) {
+            Some(s) => (s.gc_policy.clone(), s.placement.clone()),
+            None => (cfg.gc_policy.to_string(), cfg.placement.to_string()),
+        };
+        let streams = match cfg.placement {
+            ftl::PlacementSpec::Streams(_) => h.card.streams.clone(),
+            _ => Vec::new(),
+        };
         let (health, lifetime, interval, ram, block) = match live {
             Some(s) => (
                 s.health.clone().ok_or_else(|| {
@@ -301,6 +320,9 @@ pub fn device_status(dir: &Path) -> Result<Vec<DeviceStatus>> {
             free_space_pct: free,
             latency_histogram: hist,
             trace: report.as_ref().and_then(|r| r.trace.clone()),
+            gc_policy,
+            placement,
+            streams,
         });
     }
     Ok(out)
@@ -418,8 +440,16 @@ fn print_device(d: &DeviceStatus, all: bool) {
     }
     let l = &d.lifetime;
     println!(
-        "  firmware {}, store format version {}",
-        d.firmware_version, d.format_version
+        "  firmware {}, store format version {}; GC victim {}, placement {}{}",
+        d.firmware_version,
+        d.format_version,
+        d.gc_policy,
+        d.placement,
+        if d.streams.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", d.streams.join(", "))
+        }
     );
     println!(
         "  lifetime: host written {}, read {}; physical written {}, read {}; WA {:.2}; {} erases, erase count min/avg/max {}/{:.1}/{}",

@@ -168,6 +168,76 @@ pub struct MemberStatus {
     /// Free erase units over all, percent.
     #[serde(default)]
     pub free_space_pct: f64,
+    /// The running model's GC victim policy and data placement (empty
+    /// from daemons of earlier versions).
+    #[serde(default)]
+    pub gc_policy: String,
+    #[serde(default)]
+    pub placement: String,
+    /// Where the reads' and the writes' wall time went, since attach.
+    #[serde(default)]
+    pub wall_split: WallSplit,
+}
+
+/// [`MemberStatus::wall_split`]: per op, the means (µs) of
+/// `wall = before_model + model - lead + late` ([`crate::counters::Split`]).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct WallSplit {
+    pub read: OpSplit,
+    pub write: OpSplit,
+}
+
+/// One op's [`WallSplit`].
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OpSplit {
+    pub count: u64,
+    /// Receipt to answer.
+    pub wall_us: f64,
+    /// Receipt to the model's submission.
+    pub before_model_us: f64,
+    pub before_model_p99_us: f64,
+    /// The model's latency.
+    pub model_us: f64,
+    /// How much before the model's completion the answer was due (the
+    /// probed kernel path, and for reads the trimmed extra).
+    pub lead_us: f64,
+    /// The answer after it was due.
+    pub late_us: f64,
+    pub late_p99_us: f64,
+    /// Of `late_us`, how late it already was when the engine returned
+    /// (the store I/O outlasting the model's time less the lead).
+    pub late_at_return_us: f64,
+    /// Submission to the engine's return (the store I/O after the model).
+    pub engine_us: f64,
+    pub engine_p99_us: f64,
+}
+
+impl OpSplit {
+    fn of(s: &crate::counters::Split) -> OpSplit {
+        let n = s.count.max(1) as f64;
+        let us = |ns: u64| ns as f64 / n / 1e3;
+        let p99 = |h: &Histogram<u64>| {
+            if h.is_empty() {
+                0.0
+            } else {
+                h.value_at_quantile(0.99) as f64 / 1e3
+            }
+        };
+        OpSplit {
+            count: s.count,
+            wall_us: us(s.wall_ns),
+            before_model_us: us(s.before_model_ns),
+            before_model_p99_us: p99(&s.before_model),
+            model_us: us(s.model_ns),
+            lead_us: us(s.lead_ns),
+            late_us: us(s.late_ns),
+            late_p99_us: p99(&s.late),
+            late_at_return_us: us(s.late_at_return_ns),
+            engine_us: us(s.engine_ns),
+            engine_p99_us: p99(&s.engine),
+        }
+    }
 }
 
 /// [`MemberStatus::prefault`].
@@ -201,6 +271,21 @@ pub struct StatusReport {
     /// Trace capture ([`crate::capture`]); absent from older daemons.
     #[serde(default)]
     pub trace: Option<crate::capture::TraceStatus>,
+    /// The FUSE ring queues' entry use (FUSE over io_uring only).
+    #[serde(default)]
+    pub fuse_entries: Option<FuseEntries>,
+}
+
+/// [`StatusReport::fuse_entries`], since attach.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FuseEntries {
+    /// Entries per queue (one queue per CPU).
+    pub per_queue: u64,
+    /// Most entries of one queue holding a request at once.
+    pub most_in_use: u64,
+    /// Requests taken while every entry of their queue held one (later
+    /// requests of that CPU waited in the kernel for an entry).
+    pub all_in_use: u64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -287,7 +372,7 @@ impl Sampler {
                 let c = &e.counters;
                 let host = f.host_sectors_written - self.base_host[i];
                 let moved = f.gc_sectors_moved - self.base_moved[i];
-                let (rl, wl, late, mr, mw, sv, fl, hist) = {
+                let (rl, wl, late, mr, mw, sv, fl, hist, split) = {
                     let l = c.latency.lock().unwrap_or_else(|p| p.into_inner());
                     (
                         Percentiles::of(&l.read_total),
@@ -298,6 +383,10 @@ impl Sampler {
                         Percentiles::of(&l.service),
                         Percentiles::of(&l.flush),
                         LatencyHistogram::of(&l.read_total, &l.write_total),
+                        WallSplit {
+                            read: OpSplit::of(&l.split[0]),
+                            write: OpSplit::of(&l.split[1]),
+                        },
                     )
                 };
                 let late_n = c.late_count.load(Relaxed).max(1);
@@ -363,6 +452,9 @@ impl Sampler {
                     lead_trim_read_us: e.lead.extra_ns() as f64 / 1e3,
                     latency_histogram: hist,
                     free_space_pct: e.free_space_pct(),
+                    gc_policy: e.policies().0,
+                    placement: e.policies().1,
+                    wall_split: split,
                 }
             })
             .collect();
@@ -375,6 +467,7 @@ impl Sampler {
             uptime_s: self.started.elapsed().as_secs_f64(),
             members,
             trace: None,
+            fuse_entries: None,
         }
     }
 }

@@ -33,8 +33,13 @@ const CMD_COMMIT_AND_FETCH: u32 = 2;
 const HEADER_BYTES: usize = 128 + 128 + 32;
 const OP_IN: usize = 128;
 const ENT_IN_OUT: usize = 256;
-/// Entries (requests in flight) per queue.
-const ENTRIES: usize = 32;
+/// Entries (requests in flight) per queue. A request that finds every
+/// entry of its CPU's queue holding one waits in the kernel, outside the
+/// daemon's measure; an answer due later holds its entry until then, and
+/// under pgbench 32 entries ran out (`fuse_entries` in status,
+/// bench/RESULTS.md). Each entry has a payload of the largest write (1
+/// MiB), touched as requests use it.
+pub const ENTRIES: usize = 64;
 /// The tag of the eventfd read in the ring (entries use their index).
 const WAKE: u64 = u64::MAX;
 
@@ -425,6 +430,10 @@ fn queue_thread(
     // Answers due later, sent by this thread at their time (no hand-off).
     let mut due: BinaryHeap<Deadline> = BinaryHeap::new();
     let mut seq = 0u64;
+    // Entries holding a request not yet committed: when all are, the
+    // kernel keeps further requests of this CPU queued (in status).
+    let mut in_use = 0usize;
+    let ring_use = fs.ring_use();
     crate::fs::LOCAL_DEADLINES.with(|l| *l.borrow_mut() = Some(Vec::new()));
     // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's slack.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
@@ -435,21 +444,14 @@ fn queue_thread(
             let d = due.pop().expect("peeked");
             (d.ack)(now);
         }
-        std::mem::swap(
+        in_use = in_use.saturating_sub(queue_commits(
+            &mut ring,
+            (fd, qid),
+            &ents,
+            &ptrs,
+            &done,
             &mut ready,
-            &mut *done.ready.lock().unwrap_or_else(|p| p.into_inner()),
-        );
-        for i in ready.drain(..) {
-            let commit_id = u64_at(ptrs[i].header(), ENT_IN_OUT + 8);
-            let e = fuse_cmd(fd, CMD_COMMIT_AND_FETCH, commit_id, qid as u16, &ents[i], i);
-            // SAFETY: as above.
-            unsafe {
-                if ring.submission().push(&e).is_err() {
-                    let _ = ring.submit();
-                    let _ = ring.submission().push(&e);
-                }
-            }
-        }
+        ));
         // Wait for a request, or until the next answer is due: sleep while
         // the wake-up's overshoot leaves time, then poll the completions.
         let r = match due.peek().map(|d| d.at.saturating_duration_since(now)) {
@@ -512,17 +514,43 @@ fn queue_thread(
                 break 'serve;
             }
             let i = tag as usize;
-            handle(&fs, ptrs[i], i, &done, flusher.as_ref());
-        }
-        crate::fs::LOCAL_DEADLINES.with(|l| {
-            if let Some(v) = l.borrow_mut().as_mut() {
-                for (at, ack) in v.drain(..) {
-                    seq += 1;
-                    due.push(Deadline { at, seq, ack });
-                }
+            in_use += 1;
+            ring_use
+                .most_in_use
+                .fetch_max(in_use as u64, Ordering::Relaxed);
+            if in_use == ENTRIES {
+                ring_use.all_in_use.fetch_add(1, Ordering::Relaxed);
             }
-        });
+            handle(&fs, ptrs[i], i, &done, flusher.as_ref());
+            // Answers that fell due while this request was served go out
+            // now, not after the rest of the batch.
+            crate::fs::LOCAL_DEADLINES.with(|l| {
+                if let Some(v) = l.borrow_mut().as_mut() {
+                    for (at, ack) in v.drain(..) {
+                        seq += 1;
+                        due.push(Deadline { at, seq, ack });
+                    }
+                }
+            });
+            let now = Instant::now();
+            if due.peek().is_some_and(|d| d.at <= now) {
+                while due.peek().is_some_and(|d| d.at <= now) {
+                    let d = due.pop().expect("peeked");
+                    (d.ack)(now);
+                }
+                in_use = in_use.saturating_sub(queue_commits(
+                    &mut ring,
+                    (fd, qid),
+                    &ents,
+                    &ptrs,
+                    &done,
+                    &mut ready,
+                ));
+                let _ = ring.submit();
+            }
+        }
     }
+
     crate::fs::LOCAL_DEADLINES.with(|l| *l.borrow_mut() = None);
     let now = Instant::now();
     for d in due.drain() {
@@ -538,6 +566,36 @@ fn queue_thread(
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     drop(ents);
+}
+
+/// Queues the commit of every answered entry (its answer, and the fetch
+/// of the entry's next request); returns how many. `ready` is scratch.
+fn queue_commits(
+    ring: &mut IoUring<squeue::Entry128, cqueue::Entry>,
+    (fd, qid): (RawFd, usize),
+    ents: &[Ent],
+    ptrs: &[EntPtr],
+    done: &Done,
+    ready: &mut Vec<usize>,
+) -> usize {
+    std::mem::swap(
+        ready,
+        &mut *done.ready.lock().unwrap_or_else(|p| p.into_inner()),
+    );
+    let n = ready.len();
+    for i in ready.drain(..) {
+        let commit_id = u64_at(ptrs[i].header(), ENT_IN_OUT + 8);
+        let e = fuse_cmd(fd, CMD_COMMIT_AND_FETCH, commit_id, qid as u16, &ents[i], i);
+        // SAFETY: the entries' buffers live until the queue thread returns,
+        // after the ring is dropped.
+        unsafe {
+            if ring.submission().push(&e).is_err() {
+                let _ = ring.submit();
+                let _ = ring.submission().push(&e);
+            }
+        }
+    }
+    n
 }
 
 fn pin_to_cpu(cpu: usize) {

@@ -22,8 +22,8 @@ fn open(dir: &Path) -> (Store, Engine) {
     let mut one = card.clone();
     one.member = MemberSel::One(0);
     let probe = Card::new(one.clone()).unwrap();
-    let vsl = &probe.members[0].vsl;
-    let header = StoreHeader::new(spec, vec![0], vsl.config(), vsl.physical_slots());
+    let m = probe.member(0);
+    let header = StoreHeader::new(spec, vec![0], m.config(), m.physical_slots());
     let mut store = Store::open(dir, &header).unwrap();
     let ms = store.members.remove(0);
     let engine = Engine::open(one, ms, Instant::now(), Timing::None).unwrap();

@@ -295,6 +295,14 @@ pub struct RunArgs {
     /// 0 = buffered I/O through the page cache (fio's --direct).
     #[arg(long, default_value = "1", value_name = "1|0")]
     pub direct: String,
+    /// Real target: what the I/O buffers are made of (fio's --mem).
+    /// pages = ordinary 4 KiB pages, fio's default; huge = 2 MiB pages
+    /// (hugetlbfs if vm.nr_hugepages has some, else transparent huge
+    /// pages), so each buffer is one contiguous segment for the device.
+    /// Large blocks on some devices are faster with huge (compare with
+    /// fio --mem=shmhuge).
+    #[arg(long, default_value = "pages", value_name = "pages|huge")]
+    pub mem: String,
     /// Run the workload for this long before measuring (after
     /// --precondition; virtual time, or wall time on a real --target); not reported.
     #[arg(long, allow_hyphen_values = true)]
@@ -307,7 +315,8 @@ pub struct RunArgs {
     pub csv: Option<std::path::PathBuf>,
     /// Open loop: I/Os arrive at this rate per thread (fio's rate_iops;
     /// 10k = 10,000), at most --threads x --qd in flight, later arrivals
-    /// queue; latency counts from arrival. Modelled card only.
+    /// queue; latency counts from arrival (fio's JSON: from issue, as fio).
+    /// A modelled card or a real --target.
     #[arg(long, value_name = "IOPS", allow_hyphen_values = true)]
     pub rate_iops: Option<String>,
     /// Open loop at this bandwidth per thread (fio's rate; 100m = 100 MiB/s):
@@ -325,7 +334,8 @@ pub struct RunArgs {
     pub rate_process: String,
     /// Closed loop with a pause: a thread waits this long (e.g. 100us)
     /// after every --thinktime-blocks of its I/Os complete (fio's
-    /// thinktime). Modelled card only.
+    /// thinktime). Modelled card only (on a real --target only as bursts
+    /// of a rate, --thinktime-iotime).
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub thinktime: Option<String>,
     /// I/Os between two think times (fio's thinktime_blocks; default 1,
@@ -335,8 +345,7 @@ pub struct RunArgs {
     /// Bursts: issue for this long, then pause --thinktime, again and
     /// again (fio's thinktime_iotime, e.g. 900ms). With --rate-iops/--rate:
     /// the rate's arrivals during a pause go out at once when it ends (fio's
-    /// catch-up), or are skipped with --rate-ignore-thinktime. Modelled
-    /// card only.
+    /// catch-up), or are skipped with --rate-ignore-thinktime.
     #[arg(
         long,
         value_name = "TIME",
@@ -351,8 +360,8 @@ pub struct RunArgs {
     pub rate_ignore_thinktime: bool,
     /// Latency against offered load: one open-loop run per total offered
     /// rate (comma-separated, e.g. 10k,20k,40k), or `auto` (10 % to 110 % of
-    /// a closed-loop run's IOPS), each on a fresh card; prints a table,
-    /// --json/--csv write it, --chart draws it.
+    /// a closed-loop run's IOPS), each on a fresh card (or on the real
+    /// --target); prints a table, --json/--csv write it, --chart draws it.
     #[arg(long, value_name = "IOPS,...|auto")]
     pub rate_sweep: Option<String>,
     /// With --rate-sweep: an SVG chart of latency percentiles against offered IOPS.

@@ -86,6 +86,10 @@ pub struct PtsArgs {
     /// Purge block devices without asking.
     #[arg(short = 'y', long)]
     pub yes: bool,
+    /// Real targets: what the I/O buffers are made of, pages (fio's
+    /// default) or huge (2 MiB pages; fio --mem=shmhuge). See vsl run --help.
+    #[arg(long, default_value = "pages", value_name = "pages|huge")]
+    pub mem: String,
     /// Print the results (the results.json document) on stdout.
     #[arg(long)]
     pub json: bool,
@@ -180,7 +184,8 @@ pub fn plan_from_args(a: &PtsArgs) -> Result<PtsPlan> {
 
 fn open_target(spec: &str, a: &PtsArgs, scale: f64) -> Result<Box<dyn PtsTarget>> {
     if realtime::Target::is_real(spec) {
-        return Ok(Box::new(RealPts::open(spec)?));
+        let mem = realtime::IoMem::parse(&a.mem).map_err(|e| anyhow!("--mem: {e}"))?;
+        return Ok(Box::new(RealPts::open(spec, mem)?));
     }
     let policy: GcPolicy = a
         .gc_policy

@@ -10,8 +10,10 @@
 //! later arrivals wait in a FIFO host queue; latency counts from the
 //! arrival (fio's `lat`). `rate` (bandwidth) arrives at rate / mean block
 //! size. `linear` arrivals are evenly spaced, `poisson` ones have
-//! exponential gaps of the same mean. Modelled cards only: a real
-//! `--target` runs closed loop, so a rate there is refused.
+//! exponential gaps of the same mean. On a real `--target` the realtime
+//! engine paces each worker the same way ([`real_open`],
+//! `realtime::RealTarget::run_open`); its fio JSON counts latency from
+//! the issue, as fio does.
 //!
 //! `thinktime` (`--thinktime`, `--thinktime-blocks`) stays a closed loop:
 //! a thread pauses after every `thinktime_blocks` completions
@@ -245,6 +247,40 @@ pub fn run_any<D: VirtualDevice>(
     Ok((r.run, Some(info)))
 }
 
+/// A step's rate on a real target (`spec` resolved against it): the
+/// realtime engine's open loop and what `vsl run --json` says of it.
+pub fn real_open(
+    rate: &RateSpec,
+    think: Option<lab::Think>,
+    spec: &WorkloadSpec,
+    opts: &RunOptions,
+) -> Result<(realtime::OpenRate, OpenLoopInfo)> {
+    let bursts = match think {
+        Some(t) => {
+            check_rate_think(&t).map_err(|e| anyhow!("thinktime with a rate: {e}"))?;
+            Some(realtime::Bursts {
+                on_ns: t.iotime_ns.expect("checked"),
+                off_ns: t.ns,
+                catch_up: !rate.ignore_thinktime,
+            })
+        }
+        None => None,
+    };
+    let offered = rate.offered_iops(spec, opts.threads)?;
+    Ok((
+        realtime::OpenRate {
+            iops: offered,
+            poisson: rate.poisson,
+            bursts,
+        },
+        OpenLoopInfo {
+            offered_iops: offered,
+            process: if rate.poisson { "poisson" } else { "linear" },
+            max_outstanding: opts.threads * opts.queue_depth,
+        },
+    ))
+}
+
 /// One point of a rate sweep.
 #[derive(Clone, Debug, Serialize)]
 pub struct SweepPoint {
@@ -289,9 +325,6 @@ pub fn sweep(a: &RunArgs, list: &str) -> Result<()> {
     if a.output_format.is_some() {
         bail!("--output-format: not available with --rate-sweep (use --json, --csv, --chart)");
     }
-    if a.target.as_deref().is_some_and(realtime::Target::is_real) {
-        bail!("--rate-sweep: open-loop load runs on a modelled card, not a real --target");
-    }
     let poisson = process(&a.rate_process)?;
     let base = cmd_run::flag_step(a)?;
     let say = |m: String| {
@@ -304,7 +337,7 @@ pub fn sweep(a: &RunArgs, list: &str) -> Result<()> {
             "rate sweep: closed loop first ({} threads x QD {})",
             base.opts.threads, base.opts.queue_depth
         ));
-        let d = cmd_run::run_model_steps(a, std::slice::from_ref(&base))?;
+        let d = cmd_run::run_steps_silent(a, std::slice::from_ref(&base))?;
         let max = d[0].result.summary.totals.iops;
         if max <= 0.0 {
             bail!("--rate-sweep auto: the closed-loop run completed no I/O");
@@ -331,7 +364,7 @@ pub fn sweep(a: &RunArgs, list: &str) -> Result<()> {
             label: format!("rate {r:.0} IOPS"),
             ..base.clone()
         };
-        let d = cmd_run::run_model_steps(a, &[step])?
+        let d = cmd_run::run_steps_silent(a, &[step])?
             .pop()
             .expect("one step, one result");
         let t = &d.result.summary.totals;

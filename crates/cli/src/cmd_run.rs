@@ -255,9 +255,10 @@ pub fn flag_step(a: &RunArgs) -> Result<Step> {
     })
 }
 
-/// Runs `steps` on a fresh modelled card as `a` describes it, silently.
-pub fn run_model_steps(a: &RunArgs, steps: &[Step]) -> Result<Vec<Done>> {
-    run_model(a, None, steps, &Silent)
+/// Runs `steps` on a fresh modelled card as `a` describes it, or on its
+/// real --target, silently.
+pub fn run_steps_silent(a: &RunArgs, steps: &[Step]) -> Result<Vec<Done>> {
+    run_steps(a, None, steps.to_vec(), &Silent)
 }
 
 /// The step a fio job describes: its own numjobs, iodepth, runtime,
@@ -342,14 +343,11 @@ fn run_steps(
     obs: &dyn Observer,
 ) -> Result<Vec<Done>> {
     match &a.target {
-        Some(_)
-            if steps.iter().any(|s| s.rate.is_some())
-                && a.target.as_deref().is_some_and(realtime::Target::is_real) =>
+        Some(t)
+            if realtime::Target::is_real(t)
+                && steps.iter().any(|s| s.think.is_some() && s.rate.is_none()) =>
         {
-            bail!("rate_iops/rate (--rate-iops/--rate): open-loop load runs on a modelled card; a real --target runs closed loop")
-        }
-        Some(t) if realtime::Target::is_real(t) && steps.iter().any(|s| s.think.is_some()) => {
-            bail!("thinktime (--thinktime): runs on a modelled card; not on a real --target {t}")
+            bail!("thinktime (--thinktime) without a rate: runs on a modelled card; not on a real --target {t}")
         }
         Some(t) if realtime::Target::is_real(t) => steps
             .iter()
@@ -687,7 +685,14 @@ fn cfg_label(card: &Card) -> String {
 }
 
 /// The real-target options of `vsl run`.
-fn real_options(a: &RunArgs) -> Result<(realtime::DirectMode, LayoutMode, FillPattern)> {
+fn real_options(
+    a: &RunArgs,
+) -> Result<(
+    realtime::DirectMode,
+    LayoutMode,
+    FillPattern,
+    realtime::IoMem,
+)> {
     let direct = match a.direct.as_str() {
         "1" => realtime::DirectMode::Require,
         "0" => realtime::DirectMode::Off,
@@ -696,17 +701,30 @@ fn real_options(a: &RunArgs) -> Result<(realtime::DirectMode, LayoutMode, FillPa
     let layout = LayoutMode::parse(&a.layout).map_err(|e| anyhow!("--layout: {e}"))?;
     let pattern =
         FillPattern::parse(&a.fill_pattern).map_err(|e| anyhow!("--fill-pattern: {e}"))?;
-    Ok((direct, layout, pattern))
+    let mem = realtime::IoMem::parse(&a.mem).map_err(|e| anyhow!("--mem: {e}"))?;
+    Ok((direct, layout, pattern, mem))
 }
 
 fn run_real(t: &str, a: &RunArgs, step: &Step, progress: &dyn Observer) -> Result<Done> {
     use realtime::{EngineOptions, RealTarget, Target};
     let (opts, warmup_ns) = (step.opts.clone(), step.warmup_ns);
-    let (direct, layout_mode, pattern) = real_options(a)?;
+    let (direct, layout_mode, pattern, mem) = real_options(a)?;
     let target = Target::parse(t)?;
     let rt = RealTarget::open(&target, direct)?;
     let resolved = step.resolve(rt.capacity_bytes(), rt.sector_bytes())?;
-    let engine = EngineOptions::default();
+    let engine = EngineOptions {
+        mem,
+        ..EngineOptions::default()
+    };
+    let open = step
+        .rate
+        .as_ref()
+        .map(|r| crate::cmd_rate::real_open(r, step.think, &resolved, &opts))
+        .transpose()?;
+    let run_any = |o: &RunOptions, on: &mut dyn FnMut(&lab::IntervalStats)| match &open {
+        Some((rate, _)) => rt.run_open(&resolved, o, &engine, rate, on),
+        None => rt.run(&resolved, o, &engine, on),
+    };
     let mut pre_s = 0.0;
     let layout = if a.precondition {
         progress.message("preconditioning: sequential fill of the whole target");
@@ -731,10 +749,10 @@ fn run_real(t: &str, a: &RunArgs, step: &Step, progress: &dyn Observer) -> Resul
             interval_ns: warm_ns,
             ..opts.clone()
         };
-        pre_s += rt.run(&resolved, &warm, &engine, &mut |_| {})?.info.wall_s;
+        pre_s += run_any(&warm, &mut |_| {})?.info.wall_s;
     }
     let cpu0 = crate::fio_output::Cpu::now();
-    let mut run = rt.run(&resolved, &opts, &engine, &mut |iv| progress.interval(iv))?;
+    let mut run = run_any(&opts, &mut |iv| progress.interval(iv))?;
     let cpu = crate::fio_output::Cpu::now().since(&cpu0);
     let fio = std::mem::take(&mut run.fio);
     run.result.summary.precondition_s = pre_s;
@@ -746,7 +764,7 @@ fn run_real(t: &str, a: &RunArgs, step: &Step, progress: &dyn Observer) -> Resul
         eprintln!("vsl: warning: {}", run.device.measured_on_device.words);
     }
     let device_line = format!(
-        "target    {} (real, wall time) {:.1} GB, {} B sectors, {}, engine {:?}",
+        "target    {} (real, wall time) {:.1} GB, {} B sectors, {}, engine {:?}, buffers in {}",
         t,
         run.info.capacity_bytes as f64 / 1e9,
         run.info.sector_bytes,
@@ -755,7 +773,8 @@ fn run_real(t: &str, a: &RunArgs, step: &Step, progress: &dyn Observer) -> Resul
         } else {
             "buffered"
         },
-        run.info.engine
+        run.info.engine,
+        run.info.io_memory.describe()
     );
     Ok(Done {
         device: serde_json::to_value(&run.info)?,
@@ -774,6 +793,6 @@ fn run_real(t: &str, a: &RunArgs, step: &Step, progress: &dyn Observer) -> Resul
         ignored: Vec::new(),
         fio: Some(fio),
         cpu: Some(cpu),
-        open_loop: None,
+        open_loop: open.map(|(_, info)| info),
     })
 }

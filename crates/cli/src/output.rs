@@ -48,7 +48,7 @@ impl DeviceInfo {
     }
 
     pub fn new(card: &Card) -> DeviceInfo {
-        let f = card.members[0].vsl.config();
+        let f = card.ftl_config();
         DeviceInfo {
             preset: card.config.preset.name,
             format: card.config.format.label(),

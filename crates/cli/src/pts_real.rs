@@ -21,7 +21,7 @@ pub struct RealPts {
 impl RealPts {
     /// Opens `spec` (`file:PATH:SIZE` or `blockdev:/dev/NAME`) with O_DIRECT.
     /// A block device is checked first: refused when mounted or in use.
-    pub fn open(spec: &str) -> Result<RealPts> {
+    pub fn open(spec: &str, mem: realtime::IoMem) -> Result<RealPts> {
         let t = Target::parse(spec)?;
         if let Target::Blockdev { path } = &t {
             check_not_in_use(path)?;
@@ -31,7 +31,10 @@ impl RealPts {
         Ok(RealPts {
             label: spec.to_string(),
             target,
-            engine: EngineOptions::default(),
+            engine: EngineOptions {
+                mem,
+                ..EngineOptions::default()
+            },
         })
     }
 
@@ -55,11 +58,12 @@ impl PtsTarget for RealPts {
     fn description(&self) -> String {
         let t = &self.target;
         format!(
-            "{} (real, wall time), {:.2} GB, {} B sectors, {}",
+            "{} (real, wall time), {:.2} GB, {} B sectors, {}, --mem {}",
             t.target(),
             t.capacity_bytes() as f64 / 1e9,
             t.sector_bytes(),
-            if t.direct() { "O_DIRECT" } else { "buffered" }
+            if t.direct() { "O_DIRECT" } else { "buffered" },
+            self.engine.mem
         )
     }
     fn is_virtual(&self) -> bool {

@@ -1,7 +1,12 @@
 //! Issue 30: open-loop load. `--rate-iops`/`rate_iops` arrivals on a
 //! modelled card: below saturation the card does what is offered, above it
 //! latency grows; a job file and the equivalent flags give byte-identical
-//! JSON; `--rate-sweep` writes its table, JSON, CSV and chart.
+//! JSON; `--rate-sweep` writes its table, JSON, CSV and chart. Bursts,
+//! fio's way: `thinktime` with `thinktime_iotime` on a rate, with and
+//! without `rate_ignore_thinktime`, from flags and from a job file: the
+//! per-interval IOPS alternate as configured. On a real `--target` the
+//! realtime engine issues at the offered rate, latency from the scheduled
+//! arrival in the report and from the issue in fio's JSON.
 
 mod common;
 use common::vsl;
@@ -35,14 +40,40 @@ const BASE: &[&str] = &[
     "-q",
 ];
 
-fn run_json(extra: &[&str], name: &str) -> Value {
+/// `vsl ARGS --json FILE`: the report's text.
+fn report_text(args: Vec<&str>, name: &str) -> String {
     let j = out(name);
-    let mut args = BASE.to_vec();
-    args.extend(extra);
+    let mut args = args;
     args.extend(["--json", j.as_str()]);
     let (code, _, err) = vsl(&args);
     assert_eq!(code, 0, "{args:?}: {err}");
-    serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap()
+    std::fs::read_to_string(&j).unwrap()
+}
+
+/// `vsl ARGS --json FILE`: the report.
+fn report(args: Vec<&str>, name: &str) -> Value {
+    serde_json::from_str(&report_text(args, name)).unwrap()
+}
+
+/// [`BASE`] and `extra`.
+fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = BASE.to_vec();
+    v.extend(extra);
+    v
+}
+
+fn run_json(extra: &[&str], name: &str) -> Value {
+    report(with(extra), name)
+}
+
+/// A report's per-interval IOPS.
+fn interval_iops(v: &Value) -> Vec<f64> {
+    v["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["iops"].as_f64().unwrap())
+        .collect()
 }
 
 fn closed_loop_iops() -> f64 {
@@ -209,11 +240,6 @@ fn rate_sweep_writes_table_json_csv_and_chart() {
 
 #[test]
 fn bad_rates_are_one_line() {
-    let with = |extra: &[&'static str]| {
-        let mut v = BASE.to_vec();
-        v.extend(extra);
-        v
-    };
     common::assert_one_line_error(&with(&["--rate-iops", "0"]), "--rate-iops");
     common::assert_one_line_error(&with(&["--rate-iops", "lots"]), "--rate-iops");
     common::assert_one_line_error(&with(&["--rate", "0"]), "--rate");
@@ -222,12 +248,7 @@ fn bad_rates_are_one_line() {
         "--rate-process",
     );
     common::assert_one_line_error(&with(&["--rate-sweep", "10k,abc"]), "--rate-sweep");
-    // (--output-format of open-loop runs: tests/fio_output_openloop.rs.)
-    let f = out("real.img");
-    let t = format!("file:{f}:16M");
-    let mut v: Vec<&str> = with(&["--rate-iops", "100", "--target"]);
-    v.push(&t);
-    common::assert_one_line_error(&v, "modelled card");
+    // (--output-format of open-loop runs: tests/fio_output.rs.)
 }
 
 #[test]
@@ -278,15 +299,272 @@ fn a_job_file_with_thinktime_gives_the_same_bytes_as_the_flags() {
     let expect = 2.0 * 2.0 / (2.0 * service_s + 200e-6);
     println!("with thinktime {ios} I/Os (expected {expect:.0}), without {free_ios}");
     assert!((ios - expect).abs() / expect < 0.03, "{ios} vs {expect}");
-    let with = |extra: &[&'static str]| {
-        let mut v = BASE.to_vec();
-        v.extend(extra);
-        v
-    };
     common::assert_one_line_error(&with(&["--thinktime", "soon"]), "--thinktime");
     common::assert_one_line_error(&with(&["--thinktime-blocks", "4"]), "--thinktime");
     common::assert_one_line_error(
         &with(&["--thinktime", "10us", "--rate-iops", "100"]),
         "not modelled",
+    );
+}
+
+const SEED: &str = "7";
+
+/// `vsl run` with 100 ms on / 100 ms off at 20,000 IOPS (one thread), 100 ms
+/// intervals over 800 ms: the report's intervals' IOPS, and the report.
+fn intervals(tag: &str, extra: &[&str]) -> (Vec<f64>, String) {
+    let mut args = vec![
+        "run",
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--scale",
+        "0.01",
+        "--threads",
+        "1",
+        "--qd",
+        "16",
+        "--duration",
+        "800ms",
+        "--interval",
+        "100ms",
+        "--seed",
+        SEED,
+        "--rate-iops",
+        "20k",
+        "--thinktime",
+        "100ms",
+        "--thinktime-iotime",
+        "100ms",
+        "-q",
+    ];
+    args.extend(extra);
+    let text = report_text(args, &format!("bursts-{tag}.json"));
+    (interval_iops(&serde_json::from_str(&text).unwrap()), text)
+}
+
+#[test]
+fn ignore_thinktime_alternates_rate_and_silence() {
+    println!("seed {SEED}");
+    let (iops, a) = intervals("ign", &["--rate-ignore-thinktime"]);
+    let (_, b) = intervals("ign2", &["--rate-ignore-thinktime"]);
+    assert_eq!(a, b, "same seed and options: byte-identical report");
+    assert_eq!(iops.len(), 8, "{iops:?}");
+    for (k, x) in iops.iter().enumerate() {
+        if k % 2 == 0 {
+            assert!(
+                (x - 20_000.0).abs() / 20_000.0 < 0.02,
+                "on interval {k}: {iops:?}"
+            );
+        } else {
+            // Only what was in flight when the window closed (QD 16 at most).
+            assert!(*x <= 16.0 / 0.1, "off interval {k}: {iops:?}");
+        }
+    }
+}
+
+#[test]
+fn catch_up_bursts_the_missed_arrivals() {
+    println!("seed {SEED}");
+    let (iops, _) = intervals("catch", &[]);
+    assert_eq!(iops.len(), 8, "{iops:?}");
+    // fio's default: the arrivals of each pause go out when it ends, so an
+    // on window carries two windows' worth (the first has nothing to catch
+    // up on).
+    assert!((iops[0] - 20_000.0).abs() / 20_000.0 < 0.02, "{iops:?}");
+    for k in [2, 4, 6] {
+        assert!(
+            (iops[k] - 40_000.0).abs() / 40_000.0 < 0.02,
+            "on interval {k}: {iops:?}"
+        );
+    }
+    for k in [1, 3, 5, 7] {
+        assert!(iops[k] <= 16.0 / 0.1, "off interval {k}: {iops:?}");
+    }
+}
+
+#[test]
+fn job_file_bursts_match_the_flags() {
+    let job = dir().join("bursts.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[b]\nrw=randread\nbs=4k\niodepth=16\nruntime=800ms\nrandseed={SEED}\n\
+             rate_iops=20000\nthinktime=100ms\nthinktime_iotime=100ms\nrate_ignore_thinktime=1\n"
+        ),
+    )
+    .unwrap();
+    let v = report(
+        vec![
+            "run",
+            job.to_str().unwrap(),
+            "--scale",
+            "0.01",
+            "--interval",
+            "100ms",
+            "-q",
+        ],
+        "bursts-job.json",
+    );
+    let from_job = interval_iops(&v);
+    let (from_flags, _) = intervals("jobflags", &["--rate-ignore-thinktime"]);
+    assert_eq!(from_job, from_flags);
+}
+
+#[test]
+fn a_rate_with_a_pause_per_block_is_refused_in_one_line() {
+    common::assert_one_line_error(
+        &[
+            "run",
+            "--scale",
+            "0.01",
+            "--duration",
+            "100ms",
+            "--rate-iops",
+            "1k",
+            "--thinktime",
+            "1ms",
+        ],
+        "thinktime_iotime",
+    );
+    common::assert_one_line_error(
+        &[
+            "run",
+            "--scale",
+            "0.01",
+            "--duration",
+            "100ms",
+            "--thinktime",
+            "1ms",
+            "--thinktime-iotime",
+            "0",
+        ],
+        "--thinktime-iotime",
+    );
+}
+
+/// A real file in /var/tmp (O_DIRECT needs a disk filesystem) as a target.
+fn real_target(tag: &str) -> (std::path::PathBuf, String) {
+    let d =
+        std::path::PathBuf::from("/var/tmp").join(format!("vsl-rate-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let t = format!("file:{}:64M", d.join("data").display());
+    (d, t)
+}
+
+#[test]
+fn a_real_target_runs_open_loop_at_the_offered_rate() {
+    let (d, t) = real_target("open");
+    let j = d.join("r.json");
+    let (code, fio, err) = vsl(&[
+        "run",
+        "--target",
+        &t,
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--threads",
+        "2",
+        "--qd",
+        "8",
+        "--duration",
+        "2s",
+        "--interval",
+        "500ms",
+        "--rate-iops",
+        "1000",
+        "--rate-process",
+        "poisson",
+        "-q",
+        "--output-format",
+        "json",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    let fio: Value = serde_json::from_str(&fio).unwrap();
+    std::fs::remove_dir_all(&d).ok();
+    assert_eq!(
+        r["open_loop"]["offered_iops"], 2000.0,
+        "rate_iops is per thread"
+    );
+    assert_eq!(r["open_loop"]["process"], "poisson");
+    assert_eq!(r["open_loop"]["max_outstanding"], 16);
+    // Far below what a disk file does: what arrives completes (Poisson
+    // counts over 2 s: 4,000 ± 63).
+    let ios = r["summary"]["ios"].as_u64().unwrap();
+    println!("real target, 2,000 IOPS offered for 2 s: {ios} I/Os");
+    assert!(
+        (3700..=4300).contains(&ios),
+        "{ios} I/Os in 2 s at 2,000 IOPS"
+    );
+    // fio's counts are the run's; its latency counts from the issue, the
+    // run's from the scheduled arrival, never less.
+    let x = &fio["jobs"][0]["read"];
+    assert_eq!(x["total_ios"].as_u64().unwrap(), ios);
+    let clat_us = x["clat_ns"]["mean"].as_f64().unwrap() / 1e3;
+    let lat_us = r["summary"]["lat_avg_us"].as_f64().unwrap();
+    println!("mean latency from issue {clat_us:.1} us, from arrival {lat_us:.1} us");
+    assert!(
+        clat_us > 0.0 && clat_us <= lat_us + 0.01,
+        "{clat_us} > {lat_us}"
+    );
+    let depth = fio["jobs"][0]["iodepth_level"].as_object().unwrap();
+    let sum: f64 = depth.values().map(|x| x.as_f64().unwrap()).sum();
+    assert!((sum - 100.0).abs() < 0.01, "{depth:?}");
+}
+
+#[test]
+fn a_rate_sweep_runs_on_a_real_target() {
+    let (d, t) = real_target("sweep");
+    let j = d.join("s.json");
+    let (code, table, err) = vsl(&[
+        "run",
+        "--target",
+        &t,
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--threads",
+        "1",
+        "--qd",
+        "4",
+        "--duration",
+        "1s",
+        "--interval",
+        "500ms",
+        "--rate-sweep",
+        "500,1000",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    std::fs::remove_dir_all(&d).ok();
+    assert!(table.contains("ach/off"), "{table}");
+    let p = v["points"].as_array().unwrap();
+    assert_eq!(p.len(), 2);
+    for (pt, offered) in p.iter().zip([500.0, 1000.0]) {
+        let achieved = pt["achieved_iops"].as_f64().unwrap();
+        println!("real target: offered {offered}, achieved {achieved:.0}");
+        assert!(
+            (achieved - offered).abs() / offered < 0.1,
+            "{achieved} of {offered}"
+        );
+    }
+    common::assert_one_line_error(
+        &[
+            "run",
+            "--target",
+            &t,
+            "--duration",
+            "1s",
+            "--thinktime",
+            "1ms",
+        ],
+        "thinktime",
     );
 }

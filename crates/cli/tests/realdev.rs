@@ -170,3 +170,42 @@ fn issue_33_mounted_device_and_too_large_file_are_refused() {
     ]);
     assert!(err.contains("device is mounted at /"), "{err}");
 }
+
+/// Issue 33: the I/O buffers' memory is a choice (`--mem`, fio's `mem=`),
+/// said in the JSON; huge pages back each buffer with one 2 MiB page (or
+/// the run says they could not), and a bad value is one line.
+#[test]
+fn issue_33_io_memory_is_chosen_and_reported() {
+    let path = tmp("mem");
+    let target = format!("file:{}:8M", path.display());
+    let (v, _) = read_run(&target, &tmp("mem-pages.json"), &["--bs", "64k"]);
+    assert_eq!(v["device"]["io_memory"], "pages", "{}", v["device"]);
+    let (v, err) = read_run(
+        &target,
+        &tmp("mem-huge.json"),
+        &["--bs", "64k", "--mem", "huge"],
+    );
+    let got = v["device"]["io_memory"].as_str().unwrap().to_string();
+    assert!(
+        ["hugetlb", "thp", "thp_partial"].contains(&got.as_str()),
+        "{got}"
+    );
+    if got == "thp_partial" {
+        // Only when the kernel has neither hugetlbfs pages nor THP: said.
+        assert!(err.contains("--mem huge"), "{err}");
+    }
+    let e = one_line_error(&[
+        "run",
+        "--target",
+        &target,
+        "--mem",
+        "big",
+        "--duration",
+        "100ms",
+    ]);
+    assert!(
+        e.contains("--mem") && e.contains("expected pages or huge"),
+        "{e}"
+    );
+    let _ = std::fs::remove_file(&path);
+}

@@ -2,7 +2,10 @@ use crate::flashback::{ranges, MediaReport, ReliabilityOptions};
 use crate::health::{Health, HealthReport, HealthState};
 use crate::preset::{Format, Preset};
 use crate::thermal::Environment;
-use ftl::{FtlConfig, FtlError, FtlStats, GcMode, GcPolicy, PlacementSpec, ReadPolicy, Vsl};
+use ftl::{
+    FtlConfig, FtlError, FtlStats, GcMode, GcPolicy, Placement, PlacementSpec, PoolStats,
+    ReadPolicy, VictimPolicy, Vsl,
+};
 use serde::Serialize;
 use sim::{Nanos, Resource};
 
@@ -321,10 +324,84 @@ impl CardConfig {
     }
 }
 
-/// One ioMemory device: its FTL and controller.
+/// A card of a [`CardConfig`] before any member is built: what
+/// [`Card::new`] checks, without allocating the members' maps.
+struct CardLayout {
+    member_ids: Vec<u32>,
+    ftl: FtlConfig,
+    chunk_sectors: u64,
+    capacity_sectors: u64,
+    /// Each member's share of `--placement`.
+    placement: PlacementSpec,
+}
+
+impl CardConfig {
+    fn layout(&self) -> Result<CardLayout, DeviceError> {
+        let p = self.preset;
+        let member_ids: Vec<u32> = match self.member {
+            MemberSel::All => (0..p.members).collect(),
+            MemberSel::One(i) if i < p.members => vec![i],
+            MemberSel::One(i) => {
+                return Err(DeviceError::Config(format!(
+                    "member {i} does not exist: {} has {} ioMemory device(s) (0..{})",
+                    p.name,
+                    p.members,
+                    p.members - 1
+                )))
+            }
+        };
+        let sector = self.sector_bytes as u64;
+        if self.chunk_bytes == 0 || !self.chunk_bytes.is_multiple_of(sector) {
+            return Err(DeviceError::Config(format!(
+                "RAID chunk {} is not a positive multiple of the {sector}-byte sector",
+                self.chunk_bytes
+            )));
+        }
+        let ftl = self.ftl_config()?;
+        let chunk_sectors = self.chunk_bytes / sector;
+        let n = member_ids.len() as u64;
+        let per_member = ftl.user_sectors;
+        let capacity_sectors = if n == 1 {
+            per_member
+        } else {
+            (per_member / chunk_sectors) * chunk_sectors * n
+        };
+        if capacity_sectors == 0 {
+            return Err(DeviceError::Config(
+                "striped capacity is smaller than one chunk".into(),
+            ));
+        }
+        let placement = crate::placement::member_placement(
+            &self.placement,
+            sector,
+            n,
+            chunk_sectors,
+            capacity_sectors,
+        )?;
+        Ok(CardLayout {
+            member_ids,
+            ftl,
+            chunk_sectors,
+            capacity_sectors,
+            placement,
+        })
+    }
+
+    /// Checks everything [`Card::new`] checks of the configuration (the
+    /// member, the format, the stripe, `--placement`'s ranges against the
+    /// capacity) without building the card: for commands that refuse bad
+    /// options before they do anything else.
+    pub fn check(&self) -> Result<(), DeviceError> {
+        self.layout().map(|_| ())
+    }
+}
+
+/// One ioMemory device: its FTL and controller. Its fields are private:
+/// the methods below are what the lab, the attached card's store replay
+/// (`blockdev`) and the tests read, and the few things they may change.
 pub struct Member {
-    pub vsl: Vsl,
-    pub health: Health,
+    vsl: Vsl,
+    health: Health,
     id: u32,
     ctrl_read: Resource,
     ctrl_write: Resource,
@@ -364,20 +441,10 @@ impl Member {
             (0, 0)
         };
         let health = Health::new(&cfg, env, preset, id, write_bps);
-        let cycles = cfg.timing.endurance_cycles;
-        let mut vsl = Vsl::new(cfg)?;
-        vsl.set_move_cost(Nanos(move_ns));
-        if rel.applies_to(id) {
-            vsl.enable_reliability(rel.ftl_config(id, cycles, health.pool_left()))
-                .map_err(|e| match e {
-                    FtlError::Config(m) => DeviceError::Config(format!("ioMemory {id}: {m}")),
-                    e => e.into(),
-                })?;
-        }
-        Ok(Member {
+        let mut m = Member {
             health,
             id,
-            vsl,
+            vsl: Vsl::new(cfg)?,
             ctrl_read: Resource::default(),
             ctrl_write: Resource::default(),
             cmd_read_ns,
@@ -389,7 +456,27 @@ impl Member {
             host_write_ns: preset.host_write_ns,
             move_ns,
             move_read_ns,
-        })
+        };
+        m.equip(rel)?;
+        Ok(m)
+    }
+
+    /// What a member's FTL gets beyond its configuration, on a new one
+    /// and on one recovered from a store ([`Card::adopt_recovered`]): the
+    /// data path's cost of a GC move and (if it applies to this member)
+    /// Flashback's reliability model.
+    fn equip(&mut self, rel: &ReliabilityOptions) -> Result<(), DeviceError> {
+        self.vsl.set_move_cost(Nanos(self.move_ns));
+        let id = self.id;
+        if rel.applies_to(id) {
+            let cycles = self.vsl.config().timing.endurance_cycles;
+            let cfg = rel.ftl_config(id, cycles, self.health.pool_left());
+            self.vsl.enable_reliability(cfg).map_err(|e| match e {
+                FtlError::Config(m) => DeviceError::Config(format!("ioMemory {id}: {m}")),
+                e => e.into(),
+            })?;
+        }
+        Ok(())
     }
 
     /// The controller's pipeline: a command occupies it for the longer of
@@ -517,6 +604,118 @@ impl Member {
     }
 }
 
+/// Read-only questions a member answers from its FTL, asked by name.
+macro_rules! ftl_queries {
+    ($($(#[$doc:meta])* fn $name:ident(&self $(, $arg:ident: $ty:ty)*) $(-> $ret:ty)?;)*) => {
+        $(
+            $(#[$doc])*
+            #[inline]
+            pub fn $name(&self $(, $arg: $ty)*) $(-> $ret)? {
+                self.vsl.$name($($arg),*)
+            }
+        )*
+    };
+}
+
+/// What the lab, the attached card's store replay and the tests read of a
+/// member, and the few changes they may make to it. Sectors and slots are
+/// the member's own (on a striped card, not the card's).
+impl Member {
+    /// Its ioMemory device number (0 or 1 on a Duo).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    ftl_queries! {
+        /// The FTL's configuration (after format and scale).
+        fn config(&self) -> &FtlConfig;
+        /// The FTL's counters.
+        fn stats(&self) -> FtlStats;
+        /// The GC victim policy's name (`vsl policies`).
+        fn victim_policy_name(&self) -> String;
+        /// The data placement's name (`single` with one log).
+        fn placement_name(&self) -> String;
+        /// Each pool's units, valid data, adaptive target and share of
+        /// host writes (one pool with one stream).
+        fn pool_stats(&self) -> Vec<PoolStats>;
+        /// Physical slot of sector `lba`, if it is mapped.
+        fn lookup(&self, lba: u64) -> Option<u32>;
+        /// Out-of-band sequence number recorded with slot `psa`.
+        fn slot_sequence(&self, psa: u32) -> u64;
+        /// Sequence number of the host write sector `lba` reads back
+        /// (`None`: unwritten; needs `track_sequence`).
+        fn read_sequence(&self, lba: u64) -> Option<u64>;
+        /// Erase units (reserved and retired ones included).
+        fn lebs(&self) -> u32;
+        /// Physical slots in one erase unit.
+        fn slots_per_leb(&self) -> u32;
+        /// Physical slots in all erase units.
+        fn physical_slots(&self) -> u64;
+        /// Erase units on the free list.
+        fn free_lebs(&self) -> usize;
+        /// The next `k` free erase units in the order the log opens them.
+        fn next_free_lebs(&self, k: usize) -> Vec<u32>;
+        /// Erase count of erase unit `leb`.
+        fn erase_count(&self, leb: u32) -> u32;
+        /// Every erase unit's erase count.
+        fn erase_counts(&self) -> &[u32];
+        /// The valid slots of erase unit `leb` if it is closed.
+        fn closed_valid(&self, leb: u32) -> Option<u32>;
+        /// Appends erase unit `leb`'s runs of slots holding no current data.
+        fn stale_runs(&self, leb: u32, out: &mut Vec<(u32, u32)>);
+        /// True when erase unit `leb` is in service (not reserved or retired).
+        fn in_service(&self, leb: u32) -> bool;
+        /// Reserved erase units left to bring in as spares.
+        fn reserved_lebs_left(&self) -> u32;
+        /// Sectors lost to die failures and not rewritten since (Flashback).
+        fn lost_sectors(&self) -> Vec<u32>;
+        /// The content tag a read of sector `lba` returns (Flashback on).
+        fn read_content(&self, lba: u64) -> Result<Option<u32>, FtlError>;
+        /// Cross-checks the map against the block manager; panics with the
+        /// first inconsistency (tests).
+        fn check_consistency(&self);
+    }
+
+    /// Health, endurance, power and temperature.
+    pub fn health_report(&self) -> HealthReport {
+        self.health.report(&self.vsl)
+    }
+
+    /// The health state (cheaper than the whole [`Member::health_report`]).
+    pub fn health_state(&self) -> HealthState {
+        self.health.state()
+    }
+
+    /// Bad-block pool left: spare erase units a worn one may still take.
+    pub fn spare_pool_left(&self) -> u32 {
+        self.health.pool_left()
+    }
+
+    /// Spare erase units brought into service so far.
+    pub fn spares_in_service(&self) -> u32 {
+        self.health.spares_in_service()
+    }
+
+    /// Moves the GC moves and erases recorded since the last call into
+    /// `out` (after [`Card::adopt_recovered`] turned the log on).
+    pub fn drain_media_log(&mut self, out: &mut Vec<ftl::MediaEvent>) {
+        self.vsl.drain_media_log(out);
+    }
+
+    /// Starts the lifetime counters from what the device did before
+    /// (physical bytes programmed and read, hottest temperature).
+    pub fn set_lifetime_base(&mut self, programmed: u64, read: u64, temperature_max_c: f64) {
+        self.health
+            .set_lifetime_base(programmed, read, temperature_max_c);
+    }
+
+    /// Turns Flashback's parity rebuild off or on (tests: a card without
+    /// it returns corrupt data, which the checks must catch).
+    pub fn set_parity_rebuild(&mut self, on: bool) {
+        self.vsl.set_parity_rebuild(on);
+    }
+}
+
 /// Division by a divisor fixed at construction: a shift and a mask when it
 /// is a power of two (sectors, chunks and the Duo's two members are),
 /// plain division otherwise. The same quotients either way.
@@ -556,7 +755,7 @@ impl Divisor {
 /// A modelled card: the selected members, striped as RAID 0.
 pub struct Card {
     pub config: CardConfig,
-    pub members: Vec<Member>,
+    members: Vec<Member>,
     member_ids: Vec<u32>,
     chunk_sectors: u64,
     capacity_sectors: u64,
@@ -572,80 +771,155 @@ pub struct Card {
 
 impl Card {
     pub fn new(config: CardConfig) -> Result<Card, DeviceError> {
-        let p = config.preset;
-        let member_ids: Vec<u32> = match config.member {
-            MemberSel::All => (0..p.members).collect(),
-            MemberSel::One(i) if i < p.members => vec![i],
-            MemberSel::One(i) => {
-                return Err(DeviceError::Config(format!(
-                    "member {i} does not exist: {} has {} ioMemory device(s) (0..{})",
-                    p.name,
-                    p.members,
-                    p.members - 1
-                )))
-            }
-        };
-        let sector = config.sector_bytes as u64;
-        if config.chunk_bytes == 0 || !config.chunk_bytes.is_multiple_of(sector) {
-            return Err(DeviceError::Config(format!(
-                "RAID chunk {} is not a positive multiple of the {sector}-byte sector",
-                config.chunk_bytes
-            )));
-        }
-        let ftl_cfg = config.ftl_config()?;
-        let mut members = member_ids
+        let l = config.layout()?;
+        let members = l
+            .member_ids
             .iter()
             .map(|&id| {
-                let mut cfg = ftl_cfg.clone();
+                let mut cfg = l.ftl.clone();
                 cfg.gc_seed ^= (id as u64) << 56;
-                Member::new(p, cfg, id, config.environment, &config.reliability)
+                Member::new(
+                    config.preset,
+                    cfg,
+                    id,
+                    config.environment,
+                    &config.reliability,
+                )
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let chunk_sectors = config.chunk_bytes / sector;
-        let per_member = ftl_cfg.user_sectors;
-        let capacity_sectors = if members.len() == 1 {
-            per_member
-        } else {
-            (per_member / chunk_sectors) * chunk_sectors * members.len() as u64
-        };
-        if capacity_sectors == 0 {
-            return Err(DeviceError::Config(
-                "striped capacity is smaller than one chunk".into(),
-            ));
-        }
-        if !config.placement.is_single() {
-            let spec = crate::placement::member_placement(
-                &config.placement,
-                sector,
-                members.len() as u64,
-                chunk_sectors,
-                capacity_sectors,
-            )?;
-            for m in &mut members {
-                let p = spec.build(per_member).map_err(DeviceError::Config)?;
-                m.vsl.set_placement(p).map_err(|e| match e {
-                    FtlError::Config(msg) => DeviceError::Config(format!("--placement: {msg}")),
-                    e => e.into(),
-                })?;
-            }
-        }
-        Ok(Card {
+        let mut card = Card {
             sector_bytes: config.sector_bytes,
-            div_sector: Divisor::new(sector),
-            div_chunk: Divisor::new(chunk_sectors),
+            div_sector: Divisor::new(config.sector_bytes as u64),
+            div_chunk: Divisor::new(l.chunk_sectors),
             div_members: Divisor::new(members.len() as u64),
             config,
             members,
-            member_ids,
-            chunk_sectors,
-            capacity_sectors,
+            member_ids: l.member_ids,
+            chunk_sectors: l.chunk_sectors,
+            capacity_sectors: l.capacity_sectors,
             host_bytes_read: 0,
             host_bytes_written: 0,
-        })
+        };
+        card.install_placement(&l.placement)?;
+        Ok(card)
+    }
+
+    /// Installs each member's share of `--placement` (`spec`, from
+    /// [`CardConfig::layout`]) on every member.
+    fn install_placement(&mut self, spec: &PlacementSpec) -> Result<(), DeviceError> {
+        if spec.is_single() {
+            return Ok(());
+        }
+        let mut built = self
+            .members
+            .iter()
+            .map(|m| {
+                spec.build(m.vsl.user_sectors())
+                    .map_err(DeviceError::Config)
+            })
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter();
+        self.set_placement(|_, _| built.next().expect("one policy per member"))
+    }
+
+    /// Installs a placement policy of your own on every member: `make`
+    /// gets the member's ioMemory number and its sector count (a member's
+    /// sectors, not the card's: on a striped card sector `s` of the card
+    /// is a member's sector `s / members` within its chunk). Call before
+    /// the first write (docs/ARCHITECTURE.md, "Adding a placement policy").
+    pub fn set_placement(
+        &mut self,
+        mut make: impl FnMut(u32, u64) -> Box<dyn Placement>,
+    ) -> Result<(), DeviceError> {
+        for m in &mut self.members {
+            let p = make(m.id, m.vsl.user_sectors());
+            m.vsl.set_placement(p).map_err(|e| match e {
+                FtlError::Config(msg) => DeviceError::Config(format!("--placement: {msg}")),
+                e => e.into(),
+            })?;
+        }
+        Ok(())
     }
 
     pub fn member_ids(&self) -> &[u32] {
         &self.member_ids
+    }
+
+    /// Member `i` (an index into [`Card::member_ids`], not an ioMemory
+    /// number). Panics when there is no such member.
+    pub fn member(&self, i: usize) -> &Member {
+        &self.members[i]
+    }
+
+    /// Member `i`, for the few changes [`Member`] allows.
+    pub fn member_mut(&mut self, i: usize) -> &mut Member {
+        &mut self.members[i]
+    }
+
+    /// The FTL configuration of the members (they differ only in the seed
+    /// of their random choices).
+    pub fn ftl_config(&self) -> &FtlConfig {
+        self.members[0].vsl.config()
+    }
+
+    /// The GC victim policy's name (the same on every member).
+    pub fn victim_policy_name(&self) -> String {
+        self.members[0].vsl.victim_policy_name()
+    }
+
+    /// The data placement's name (the same on every member).
+    pub fn placement_name(&self) -> String {
+        self.members[0].vsl.placement_name()
+    }
+
+    /// Free erase units over all members.
+    pub fn free_lebs(&self) -> usize {
+        self.members.iter().map(|m| m.vsl.free_lebs()).sum()
+    }
+
+    /// Replaces every member's GC victim policy with one `make` builds
+    /// (given the member's ioMemory number): a policy of your own
+    /// (docs/ARCHITECTURE.md, "Adding a GC policy"). Call before the
+    /// first write.
+    pub fn set_victim_policy(&mut self, mut make: impl FnMut(u32) -> Box<dyn VictimPolicy>) {
+        for m in &mut self.members {
+            m.vsl.set_victim_policy(make(m.id));
+        }
+    }
+
+    /// Keeps the lifetime counters of `before` (a report per member, as
+    /// [`Card::health`] gave them) on a card built afresh, as a secure
+    /// erase does: endurance used only grows.
+    pub fn carry_lifetime(&mut self, before: &[HealthReport]) {
+        for (m, h) in self.members.iter_mut().zip(before) {
+            m.set_lifetime_base(
+                h.physical_bytes_written,
+                h.physical_bytes_read,
+                h.temperature_max_c,
+            );
+        }
+    }
+
+    /// Replaces the FTL of a card of one member with `vsl`, recovered from
+    /// a store (`Vsl::recover`) with this card's [`Card::ftl_config`]: it
+    /// gets what [`Card::new`] gives a new one (the data path's move cost,
+    /// Flashback if configured, the `--placement`), and the health model
+    /// counts the spares it brought into service.
+    pub fn adopt_recovered(&mut self, vsl: Vsl) -> Result<(), DeviceError> {
+        if self.members.len() != 1 {
+            return Err(DeviceError::Config(format!(
+                "a recovered FTL replaces the one member of a card; this card stripes {}",
+                self.members.len()
+            )));
+        }
+        let placement = self.config.layout()?.placement;
+        let m = &mut self.members[0];
+        m.vsl = vsl;
+        m.equip(&self.config.reliability)?;
+        self.install_placement(&placement)?;
+        let m = &mut self.members[0];
+        m.health.adopt_spares(&m.vsl);
+        Ok(())
     }
 
     pub fn member_stats(&self) -> Vec<FtlStats> {
@@ -747,10 +1021,7 @@ impl Card {
 
     /// Health, endurance, power and temperature of each member.
     pub fn health(&self) -> Vec<HealthReport> {
-        self.members
-            .iter()
-            .map(|m| m.health.report(&m.vsl))
-            .collect()
+        self.members.iter().map(Member::health_report).collect()
     }
 }
 

@@ -83,7 +83,7 @@ impl Checked {
                 self.now = done;
                 let want = (self.seq[lba as usize] > 0)
                     .then(|| content_tag(lba as u32, self.seq[lba as usize]));
-                let got = self.card.members[0].vsl.read_content(lba).unwrap();
+                let got = self.card.member(0).read_content(lba).unwrap();
                 assert_eq!(got, want, "sector {lba} read back wrong data");
                 false
             }
@@ -167,7 +167,7 @@ fn two_dies_of_one_stripe_lose_exactly_the_reported_sectors() {
     }
     // Every sector still lost reads as an I/O error; every other one reads
     // back what was written (checked in `read`).
-    let lost = c.card.members[0].vsl.lost_sectors();
+    let lost = c.card.member(0).lost_sectors();
     assert!(!lost.is_empty(), "two dies of one stripe lost nothing");
     for lba in 0..n {
         let failed = c.read(lba);
@@ -200,7 +200,7 @@ fn wear_out(seed: u64, broken: bool) -> (Vec<(u64, f64, u64)>, Vec<HealthState>,
     cfg.reliability.media_override = Some(m);
     let mut card = Card::new(cfg).unwrap();
     if broken {
-        card.members[0].vsl.set_parity_rebuild(false);
+        card.member_mut(0).set_parity_rebuild(false);
     }
     let mut c = Checked::new(card);
     let n = c.seq.len() as u64;
@@ -221,7 +221,7 @@ fn wear_out(seed: u64, broken: bool) -> (Vec<(u64, f64, u64)>, Vec<HealthState>,
             assert!(matches!(e, DeviceError::ReadOnly { .. }), "{e}");
             break;
         }
-        let state = c.card.members[0].health.state();
+        let state = c.card.member(0).health_state();
         if *states.last().unwrap() != state {
             states.push(state);
         }

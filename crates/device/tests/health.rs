@@ -55,7 +55,7 @@ fn wear_out_passes_every_health_state_and_keeps_acknowledged_data() {
             }
             Err(e) => break e,
         }
-        let state = card.members[0].health.state();
+        let state = card.member(0).health_state();
         if *states.last().unwrap() != state {
             states.push(state);
         }
@@ -79,7 +79,7 @@ fn wear_out_passes_every_health_state_and_keeps_acknowledged_data() {
     assert!(report.endurance_remaining_pct < 25.0, "{report:?}");
     println!("read-only after {acked} writes: {report:?}");
     // Every acknowledged sector reads back its last write.
-    let vsl = &card.members[0].vsl;
+    let vsl = card.member(0);
     vsl.check_consistency();
     for (lba, &seq) in expected.iter().enumerate() {
         let got = vsl.read_sequence(lba as u64).unwrap_or(0);
@@ -97,15 +97,11 @@ fn issue_10_retired_unit_is_replaced_while_reserves_last() {
     let mut prng = Prng::from_seed(11);
     let mut card = Card::new(tiny_wearable()).unwrap();
     let sectors = card.capacity_bytes() / 4096;
-    let lebs = card.members[0].vsl.config().geometry.lebs();
-    let serving = |c: &Card| {
-        (0..lebs)
-            .filter(|&l| c.members[0].vsl.in_service(l))
-            .count()
-    };
+    let lebs = card.ftl_config().geometry.lebs();
+    let serving = |c: &Card| (0..lebs).filter(|&l| c.member(0).in_service(l)).count();
     let usable = serving(&card);
-    let reserved = card.members[0].vsl.reserved_lebs_left();
-    let pool = card.members[0].health.pool_left();
+    let reserved = card.member(0).reserved_lebs_left();
+    let pool = card.member(0).spare_pool_left();
     assert!(
         pool >= 2 && reserved >= pool,
         "pool {pool}, reserved {reserved}"
@@ -120,9 +116,9 @@ fn issue_10_retired_unit_is_replaced_while_reserves_last() {
     }
     let h = &card.health()[0];
     assert_eq!(h.retired_blocks, 1, "{h:?}");
-    assert_eq!(card.members[0].health.pool_left(), pool - 1);
-    assert_eq!(card.members[0].health.spares_in_service(), 1);
-    assert_eq!(card.members[0].vsl.reserved_lebs_left(), reserved - 1);
+    assert_eq!(card.member(0).spare_pool_left(), pool - 1);
+    assert_eq!(card.member(0).spares_in_service(), 1);
+    assert_eq!(card.member(0).reserved_lebs_left(), reserved - 1);
     assert_eq!(
         serving(&card),
         usable,
@@ -138,15 +134,15 @@ fn issue_10_retired_unit_is_replaced_while_reserves_last() {
             .expect("writes while reserves last");
     }
     let retired = card.health()[0].retired_blocks;
-    assert_eq!(card.members[0].health.pool_left(), 0);
-    assert_eq!(card.members[0].health.spares_in_service(), pool);
-    assert_eq!(card.members[0].vsl.reserved_lebs_left(), reserved - pool);
+    assert_eq!(card.member(0).spare_pool_left(), 0);
+    assert_eq!(card.member(0).spares_in_service(), pool);
+    assert_eq!(card.member(0).reserved_lebs_left(), reserved - pool);
     assert_eq!(
         serving(&card),
         usable - (retired - pool) as usize,
         "no spare left: the log shrinks"
     );
-    card.members[0].vsl.check_consistency();
+    card.member(0).check_consistency();
 }
 
 /// Sequential 1 MiB writes at QD 1, wrapping around; calls `tick` with the

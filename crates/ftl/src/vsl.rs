@@ -334,7 +334,7 @@ pub struct Vsl {
     /// Flashback parity, die failures and media errors
     /// ([`Vsl::enable_reliability`]); `None` (the default) costs one branch
     /// per I/O, placed sector, programmed unit and erase.
-    rel: Option<Box<flashback::Reliability>>,
+    flashback: Option<Box<flashback::Flashback>>,
     /// More than one stream ([`Vsl::set_placement`]); `None` (the default)
     /// costs one branch per placed sector.
     pools: Option<Box<pools::Pools>>,
@@ -431,7 +431,7 @@ impl Vsl {
             move_cost: Nanos::ZERO,
             wall_hit: false,
             last_write_at: Nanos::ZERO,
-            rel: None,
+            flashback: None,
             pools: None,
             spu,
             spl,
@@ -544,8 +544,8 @@ impl Vsl {
             self.groom_idle(ready);
         }
         self.nand.advance(ready);
-        if self.rel.is_some() {
-            self.rel_before_io(ready, Some((start, count)), true);
+        if self.flashback.is_some() {
+            self.flashback_before_io(ready, Some((start, count)), true);
         }
         // Legacy GC collects a whole unit whenever a write finds the array
         // idle; paced GC's budget already grows in idle time.
@@ -601,11 +601,17 @@ impl Vsl {
         self.catch_up(ready);
         self.nand.advance(ready);
         self.last_io_at = self.last_io_at.max(ready);
-        if self.rel.is_some() {
-            return self.read_reliable(ready, start, count);
+        if self.flashback.is_some() {
+            // With a data store attached (media log on) only writes relocate.
+            self.flashback_before_io(ready, None, !self.obs.has::<MediaLog>());
+        }
+        let open_unit = self.open_unit_id();
+        if let Some(fb) = self.flashback.as_deref_mut() {
+            let done = fb.read(&self.map, &mut self.nand, open_unit, ready, start, count);
+            self.stats.host_sectors_read += count;
+            return done;
         }
         let mut done = ready;
-        let open_unit = self.open_unit_id();
         let mut runs = UnitRuns::new(start, start + count);
         while let Some((_, n, unit)) = runs.next(&self.map) {
             if Some(unit) != open_unit && !self.parked_open(unit) {
@@ -626,8 +632,8 @@ impl Vsl {
             let floor = self.stats.host_sectors_written;
             self.obs.each(|o| o.trimmed(start, count, floor));
         }
-        if self.rel.is_some() {
-            self.rel_before_io(self.buffer.last_admit(), Some((start, count)), false);
+        if self.flashback.is_some() {
+            self.flashback_before_io(self.buffer.last_admit(), Some((start, count)), false);
         }
         for lba in start..start + count {
             self.map.unmap(lba);
@@ -709,8 +715,8 @@ impl Vsl {
             };
             self.obs.each(|o| o.placed(psa, lba, seq, from));
         }
-        if self.rel.is_some() {
-            self.rel_place(t, psa, lba, origin);
+        if let Some(fb) = self.flashback.as_deref_mut() {
+            fb.placed(&self.map, &mut self.nand, t, psa, lba, origin);
         }
         if self.blocks.fill(t, host) {
             self.program_open_unit();
@@ -723,8 +729,8 @@ impl Vsl {
         if self.obs.on() {
             self.obs.each(|o| o.programmed(unit, done));
         }
-        if self.rel.is_some() {
-            self.rel_programmed(unit, done);
+        if let Some(fb) = self.flashback.as_deref_mut() {
+            fb.programmed(&self.map, unit, done);
         }
         self.buffer.programmed(done, host_slots);
     }
@@ -791,7 +797,9 @@ impl Vsl {
     }
 
     fn select_victim(&mut self) -> u32 {
-        let victim = self.best_victim().expect("no closed erase unit to collect");
+        let victim = self
+            .best_victim(false)
+            .expect("no closed erase unit to collect");
         assert!(
             self.map.valid(victim) < self.spl,
             "GC victim is fully valid: the device has no spare space"
@@ -801,7 +809,13 @@ impl Vsl {
 
     /// The closed erase unit GC should collect next (the wear-levelling
     /// victim every 64th run when wear has spread), if any is closed.
-    fn best_victim(&mut self) -> Option<u32> {
+    /// With several pools, GC collects from the pool furthest above its
+    /// target; an `urgent` collection (paced GC's foreground stall: the
+    /// host waits for it) lets the policy choose among every pool's units,
+    /// so the stall reclaims what frees space soonest (docs/MODEL.md, "A
+    /// stall collects anywhere"). Legacy GC, whose every collection is in
+    /// the foreground, keeps to the pool over its target.
+    fn best_victim(&mut self, urgent: bool) -> Option<u32> {
         // Every 64th full-size erase unit's worth of GC runs.
         let every = 64 * self.cfg.gc_stall_lebs as u64;
         if self.stats.gc_runs % every == every - 1 {
@@ -811,7 +825,11 @@ impl Vsl {
             }
         }
         let only = match self.pools.as_mut() {
-            Some(p) => p.pool_to_collect(self.blocks.states(), self.map.valid_counts(), self.spl),
+            Some(p) => {
+                let pool =
+                    p.pool_to_collect(self.blocks.states(), self.map.valid_counts(), self.spl);
+                pool.filter(|_| !urgent)
+            }
             None => None,
         };
         let mut units = Candidates {
@@ -898,8 +916,8 @@ impl Vsl {
         self.gc.return_scratch(ready, valid);
         assert_eq!(self.map.valid(victim), 0, "victim still holds data");
         let done = self.nand.erase_leb(t, victim);
-        if self.rel.is_some() {
-            self.rel_erased(victim);
+        if let Some(fb) = self.flashback.as_deref_mut() {
+            fb.erased(victim);
         }
         self.notify_erased(victim, done);
         self.blocks.erased(victim, self.nand.erase_count(victim));
@@ -946,7 +964,7 @@ impl Vsl {
             self.gc.clear_debt();
             return;
         }
-        if !self.gc.collecting() && !self.start_victim() {
+        if !self.gc.collecting() && !self.start_victim(false) {
             return;
         }
         let ratio = self.gc.victim().map_or(0.0, |v| v.ratio);
@@ -964,7 +982,7 @@ impl Vsl {
     fn paced_move(&mut self, t: Nanos) -> bool {
         if self.pools.is_some() {
             // The check below is about the frontier the moves fill.
-            if !self.gc.collecting() && !self.start_victim() {
+            if !self.gc.collecting() && !self.start_victim(false) {
                 return false;
             }
             let leb = self.gc.victim().map_or(0, |v| v.leb);
@@ -978,7 +996,7 @@ impl Vsl {
         if full && self.pool_free_after_open() <= stall_at {
             return false;
         }
-        if !self.gc.collecting() && !self.start_victim() {
+        if !self.gc.collecting() && !self.start_victim(false) {
             return false;
         }
         self.gc_step(t);
@@ -1023,16 +1041,17 @@ impl Vsl {
         self.wall_hit = false;
         let target = (self.cfg.gc_reserve_lebs + self.cfg.gc_catchup_lebs) as usize;
         let mut rounds = 0;
-        while self.pool_free() < target && (self.gc.collecting() || self.start_victim()) {
+        while self.pool_free() < target && (self.gc.collecting() || self.start_victim(true)) {
             rounds += 1;
             assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
             self.finish_victim(now);
         }
     }
 
-    /// Picks the next unit to collect; false if none has invalid slots.
-    fn start_victim(&mut self) -> bool {
-        let Some(leb) = self.best_victim() else {
+    /// Picks the next unit to collect (`urgent`: for a foreground stall,
+    /// [`Vsl::best_victim`]); false if none has invalid slots.
+    fn start_victim(&mut self, urgent: bool) -> bool {
+        let Some(leb) = self.best_victim(urgent) else {
             return false;
         };
         let valid = self.map.valid(leb);
@@ -1056,7 +1075,7 @@ impl Vsl {
     /// Collects the unit being collected (or a new one) to the end, in the
     /// foreground: the host waits for it (stop-the-world, one unit).
     fn finish_victim(&mut self, t: Nanos) {
-        if !self.gc.collecting() && !self.start_victim() {
+        if !self.gc.collecting() && !self.start_victim(true) {
             // Nothing can be reclaimed: the legacy path reports why.
             self.select_victim();
             return;
@@ -1089,8 +1108,8 @@ impl Vsl {
             let release = (self.pool_free() + group).is_multiple_of(k) || group >= k;
             let charge = release && self.cfg.gc_stall_lebs == self.cfg.erase_batch;
             let done = self.nand.erase_leb_in_batch(t, v.leb, charge);
-            if self.rel.is_some() {
-                self.rel_erased(v.leb);
+            if let Some(fb) = self.flashback.as_deref_mut() {
+                fb.erased(v.leb);
             }
             self.notify_erased(v.leb, done);
             self.blocks.erased_into_group(v.leb);

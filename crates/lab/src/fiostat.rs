@@ -265,6 +265,12 @@ impl FioStats {
         for (a, b) in self.dirs.iter_mut().zip(&o.dirs) {
             a.merge(b);
         }
+        if let Some(d) = &o.depth {
+            let mine = self.depth.get_or_insert([0; 7]);
+            for (a, b) in mine.iter_mut().zip(d) {
+                *a += b;
+            }
+        }
     }
 }
 

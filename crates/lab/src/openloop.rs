@@ -558,19 +558,34 @@ impl RateArrivals {
         seed: u64,
         count: Option<u64>,
     ) -> Result<RateArrivals, RunError> {
+        let mut master = Prng::from_seed(seed);
+        let gen = workload::Generator::new(spec, 0, 1);
+        let mut a = RateArrivals::with_generator(gen, master.fork(), rate_iops, poisson)?;
+        a.remaining = count;
+        Ok(a)
+    }
+
+    /// Arrivals at `rate_iops` of the I/Os `gen` draws from `prng`, the
+    /// gaps drawn from the same stream (one worker of a real target's
+    /// open-loop run: its own thread's generator and stream).
+    pub fn with_generator(
+        gen: workload::Generator,
+        prng: Prng,
+        rate_iops: f64,
+        poisson: bool,
+    ) -> Result<RateArrivals, RunError> {
         if !(rate_iops.is_finite() && rate_iops > 0.0) {
             return Err(RunError::Options(
                 "the rate must be a positive number of IOPS".into(),
             ));
         }
-        let mut master = Prng::from_seed(seed);
         Ok(RateArrivals {
-            gen: workload::Generator::new(spec, 0, 1),
-            prng: master.fork(),
+            gen,
+            prng,
             gap_ns: 1e9 / rate_iops,
             poisson,
             t_ns: 0.0,
-            remaining: count,
+            remaining: None,
         })
     }
 }

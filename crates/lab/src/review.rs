@@ -270,7 +270,7 @@ impl ReviewTarget for ModelTarget {
         &self.label
     }
     fn description(&self) -> String {
-        let f = self.card.members[0].vsl.config();
+        let f = self.card.ftl_config();
         format!(
             "{} ({}), format {}, {} B sectors, members {:?}, scale {}, {:.1} GB formatted, spare {:.1} %, GC victim {}",
             self.config.preset.name,
@@ -281,7 +281,7 @@ impl ReviewTarget for ModelTarget {
             self.config.scale,
             self.card.capacity_bytes() as f64 / 1e9,
             f.spare_factor() * 100.0,
-            self.card.members[0].vsl.victim_policy_name()
+            self.card.victim_policy_name()
         )
     }
     fn is_virtual(&self) -> bool {
@@ -300,13 +300,7 @@ impl ReviewTarget for ModelTarget {
         let before = self.card.health();
         self.card =
             Card::new(self.config.clone()).map_err(|e| ReviewError::Target(e.to_string()))?;
-        for (m, h) in self.card.members.iter_mut().zip(&before) {
-            m.health.set_lifetime_base(
-                h.physical_bytes_written,
-                h.physical_bytes_read,
-                h.temperature_max_c,
-            );
-        }
+        self.card.carry_lifetime(&before);
         self.now = precondition_fill(&mut self.card, Nanos::ZERO)?;
         Ok(())
     }

@@ -77,6 +77,21 @@ impl Meter {
     /// as in `lab::run`.
     #[inline]
     pub(crate) fn record(&mut self, now_ns: u64, lat_ns: u64, is_read: bool, len: u64) {
+        self.record_open(now_ns, lat_ns, lat_ns, is_read, len);
+    }
+
+    /// [`Meter::record`] of an open-loop I/O: `lat_ns` from its scheduled
+    /// arrival (the run's statistics), `issued_ns` from its issue (fio's
+    /// `clat`/`lat`: fio stamps an I/O after the rate's wait).
+    #[inline]
+    pub(crate) fn record_open(
+        &mut self,
+        now_ns: u64,
+        lat_ns: u64,
+        issued_ns: u64,
+        is_read: bool,
+        len: u64,
+    ) {
         if now_ns >= self.end_ns {
             return;
         }
@@ -89,11 +104,18 @@ impl Meter {
         w.reads += is_read as u64;
         w.writes += !is_read as u64;
         w.bytes += len;
-        w.fio.record(is_read, lat_ns, len);
+        w.fio.record(is_read, issued_ns, len);
+    }
+
+    /// An open-loop I/O issued with `in_flight` I/Os in flight, itself
+    /// included (fio's `iodepth_level`).
+    #[inline]
+    pub(crate) fn depth(&mut self, in_flight: usize) {
+        self.window.fio.record_depth(in_flight);
     }
 
     fn ship(&mut self, next_idx: u64) {
-        let window = if self.window.lat.count() > 0 {
+        let window = if self.window.lat.count() > 0 || self.window.fio.depth.is_some() {
             let full = std::mem::replace(&mut self.window, Box::new(Window::new()));
             Some((self.idx, full))
         } else {

@@ -33,6 +33,8 @@ pub enum RealtimeError {
         #[source]
         source: io::Error,
     },
+    #[error("cannot map the I/O buffers: {0}")]
+    Buffers(#[source] io::Error),
     #[error("{op} of {len} bytes at offset {offset} failed: {source}")]
     IoFailed {
         op: &'static str,

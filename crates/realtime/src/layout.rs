@@ -17,8 +17,8 @@
 //! "IOPS" from a virtual disk here (issue 33). fio writes a new file before
 //! a read job ("Laying out IO file"); the lab now does the same.
 
-use crate::buffer::AlignedBuf;
 pub use crate::buffer::FillPattern;
+use crate::buffer::{IoBuffers, IoMem};
 use crate::{RealTarget, RealtimeError, Target};
 use serde::Serialize;
 use std::fs::File;
@@ -277,12 +277,19 @@ pub(crate) fn device_written(rt: &RealTarget) -> Written {
     let sector = rt.sector_bytes() as u64;
     let sectors = rt.capacity_bytes() / sector;
     let samples = DEVICE_SAMPLES.min(sectors);
-    let mut buf = AlignedBuf::new(sector as usize, rt.mem_align_bytes());
+    let mut buf = match IoBuffers::new(1, sector as usize, rt.mem_align_bytes(), IoMem::Pages) {
+        Ok(b) => b,
+        Err(e) => {
+            return Written::Unknown {
+                reason: format!("no buffer for the sample reads: {e}"),
+            }
+        }
+    };
     let mut zeros = 0u32;
     for i in 0..samples {
         // The middle of each of `samples` equal stretches.
         let off = (sectors * (2 * i + 1) / (2 * samples)) * sector;
-        match rt.file.read_at(buf.as_mut_slice(), off) {
+        match rt.file.read_at(buf.slot_mut(0), off) {
             Ok(n) if n as u64 == sector => {}
             Ok(n) => {
                 return Written::Unknown {
@@ -295,7 +302,7 @@ pub(crate) fn device_written(rt: &RealTarget) -> Written {
                 }
             }
         }
-        zeros += buf.as_slice().iter().all(|&b| b == 0) as u32;
+        zeros += buf.slot(0).iter().all(|&b| b == 0) as u32;
     }
     Written::Sampled {
         samples: samples as u32,

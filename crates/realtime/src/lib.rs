@@ -13,6 +13,9 @@
 //!   the read mix come from one [`workload::Generator`] per thread, seeded
 //!   from `opts.seed` exactly as `lab::run` seeds them. Per-thread interval
 //!   windows are merged at interval boundaries into [`lab::IntervalStats`].
+//!   [`RealTarget::run_open`]: open loop, each worker issuing
+//!   arrivals at its share of an [`OpenRate`] (fio's `rate_iops` /
+//!   `rate_process`, `thinktime_iotime` [`Bursts`]).
 //!   [`RealRun`] adds what a real run needs said: the engine used
 //!   ([`EngineKind`]), direct or buffered, and any fallback taken.
 //! - [`RealTarget::precondition_fill`] / [`precondition_fill`] /
@@ -54,9 +57,10 @@ pub use layout::{FillPattern, LayoutMode, LayoutProgress, Prepared, Written};
 pub use review::RealReviewTarget;
 pub use target::{DirectMode, RealTarget, Target};
 
-use buffer::AlignedBuf;
+use buffer::IoBuffers;
+pub use buffer::{IoMem, MemBacking};
 use collect::{Collector, Meter, Msg};
-use engine::{sync_worker, Clock, IoSource, UringWorker};
+use engine::{sync_worker, sync_worker_paced, Clock, IoSource, UringWorker};
 use lab::{IntervalStats, RunOptions, RunResult};
 use serde::Serialize;
 use sim::Prng;
@@ -81,6 +85,9 @@ pub struct RunInfo {
     pub direct: bool,
     pub capacity_bytes: u64,
     pub sector_bytes: u32,
+    /// What the I/O buffers were made of (`--mem`; the least of the
+    /// workers' when they differ).
+    pub io_memory: MemBacking,
     /// Fallbacks taken and anything else worth telling the user.
     pub notes: Vec<String>,
     /// Wall time from the start of the run to the last worker's exit
@@ -98,6 +105,57 @@ pub struct RealRun {
     /// Per direction, for fio's JSON.
     #[serde(skip)]
     pub fio: lab::FioStats,
+}
+
+/// An open-loop rate for a real run ([`RealTarget::run_open`]): fio's
+/// `rate_iops`/`rate` with `rate_process`, and `thinktime_iotime` bursts.
+/// Each worker (an io_uring thread, or each OS thread of the synchronous
+/// engine) arrives at its share of `iops`; see the `engine::paced` module
+/// for the semantics.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct OpenRate {
+    /// I/Os per second offered, every worker together.
+    pub iops: f64,
+    /// Exponential gaps (fio's `rate_process=poisson`), else even ones.
+    pub poisson: bool,
+    /// On/off windows from the run's start.
+    pub bursts: Option<Bursts>,
+}
+
+/// fio's `thinktime_iotime` bursts of a rate: issue for `on_ns`, stall for
+/// `off_ns`, again and again ([`lab::bursts::OnOff`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Bursts {
+    pub on_ns: u64,
+    pub off_ns: u64,
+    /// fio's default: a stall's arrivals go out when it ends; else
+    /// (`rate_ignore_thinktime`) they are skipped.
+    pub catch_up: bool,
+}
+
+impl OpenRate {
+    /// Runs `f` on one worker's arrivals: its generator and stream at its
+    /// share of the rate, in bursts if asked.
+    fn arrivals<R>(
+        &self,
+        src: GenSource,
+        workers: usize,
+        f: impl FnOnce(&mut dyn lab::openloop::Arrivals) -> Result<R, RealtimeError>,
+    ) -> Result<R, RealtimeError> {
+        let mut rated = lab::openloop::RateArrivals::with_generator(
+            src.gen,
+            src.prng,
+            self.iops / workers as f64,
+            self.poisson,
+        )
+        .map_err(|e| RealtimeError::Options(e.to_string()))?;
+        match self.bursts {
+            None => f(&mut rated),
+            Some(b) => f(&mut lab::bursts::OnOff::new(
+                &mut rated, b.on_ns, b.off_ns, b.catch_up,
+            )),
+        }
+    }
 }
 
 /// What a precondition fill did.
@@ -174,7 +232,7 @@ pub fn precondition_fill(target: &Target) -> Result<FillReport, RealtimeError> {
 
 enum Setup {
     Uring(Box<UringWorker>),
-    Sync(AlignedBuf),
+    Sync(IoBuffers),
 }
 
 impl RealTarget {
@@ -187,6 +245,38 @@ impl RealTarget {
         spec: &WorkloadSpec,
         opts: &RunOptions,
         engine: &EngineOptions,
+        on_interval: &mut dyn FnMut(&IntervalStats),
+    ) -> Result<RealRun, RealtimeError> {
+        self.run_with(spec, opts, engine, None, on_interval)
+    }
+
+    /// [`Self::run`] open loop: arrivals at `rate` (every worker together),
+    /// at most `opts.threads` × `opts.queue_depth` I/Os in flight. The
+    /// result's latencies count from each I/O's scheduled arrival; its fio
+    /// statistics from the issue, as fio reports a rate-limited job.
+    pub fn run_open(
+        &self,
+        spec: &WorkloadSpec,
+        opts: &RunOptions,
+        engine: &EngineOptions,
+        rate: &OpenRate,
+        on_interval: &mut dyn FnMut(&IntervalStats),
+    ) -> Result<RealRun, RealtimeError> {
+        if !(rate.iops.is_finite() && rate.iops > 0.0) {
+            return Err(RealtimeError::Options(format!(
+                "the offered rate {} IOPS is not a positive number",
+                rate.iops
+            )));
+        }
+        self.run_with(spec, opts, engine, Some(rate), on_interval)
+    }
+
+    fn run_with(
+        &self,
+        spec: &WorkloadSpec,
+        opts: &RunOptions,
+        engine: &EngineOptions,
+        rate: Option<&OpenRate>,
         on_interval: &mut dyn FnMut(&IntervalStats),
     ) -> Result<RealRun, RealtimeError> {
         opts.validate()?;
@@ -222,8 +312,8 @@ impl RealTarget {
         let started = Instant::now();
         let counters = self.watch().snapshot();
         let batch = engine.submit_batch as usize;
-        let (result, fio) = self.drive(
-            (kind, batch),
+        let (result, fio, backing) = self.drive(
+            (kind, batch, engine.mem, rate.copied()),
             qd,
             max_block as usize,
             sources,
@@ -236,6 +326,9 @@ impl RealTarget {
             .report(&counters, Issued::from_summary(&result.summary));
         let mut notes = self.notes().to_vec();
         notes.extend(note);
+        if engine.mem == IoMem::Huge && backing == Some(MemBacking::ThpPartial) {
+            notes.push(format!("--mem huge: {}", MemBacking::ThpPartial.describe()));
+        }
         Ok(RealRun {
             device,
             result,
@@ -246,6 +339,7 @@ impl RealTarget {
                 direct: self.direct(),
                 capacity_bytes: self.capacity_bytes(),
                 sector_bytes: self.sector_bytes(),
+                io_memory: backing.unwrap_or(MemBacking::Pages),
                 notes,
                 wall_s: started.elapsed().as_secs_f64(),
             },
@@ -257,39 +351,50 @@ impl RealTarget {
     #[allow(clippy::too_many_arguments)]
     fn drive(
         &self,
-        (kind, batch): (EngineKind, usize),
+        (kind, batch, mem, rate): (EngineKind, usize, IoMem, Option<OpenRate>),
         qd: usize,
         buf_bytes: usize,
         sources: Vec<GenSource>,
         data: Vec<Prng>,
         opts: &RunOptions,
         on_interval: &mut dyn FnMut(&IntervalStats),
-    ) -> Result<(RunResult, lab::FioStats), RealtimeError> {
+    ) -> Result<(RunResult, lab::FioStats, Option<MemBacking>), RealtimeError> {
         let workers = sources.len();
+        let backings = std::sync::Mutex::new(Vec::with_capacity(workers));
         let (tx, rx) = channel::<Msg>();
         let stop = AtomicBool::new(false);
         let ready = Barrier::new(workers + 1);
         let go = Barrier::new(workers + 1);
         let start = OnceLock::<Instant>::new();
         let (interval_ns, end_ns) = (opts.interval_ns, opts.duration_ns);
-        let fd = self.file.as_raw_fd();
         let align = self.mem_align_bytes();
-        let file = &self.file;
         std::thread::scope(|s| {
             let mut handles = Vec::with_capacity(workers);
             for (w, (mut src, mut data)) in sources.into_iter().zip(data).enumerate() {
                 let tx = tx.clone();
-                let (stop, ready, go, start) = (&stop, &ready, &go, &start);
+                let (stop, ready, go, start, backings) = (&stop, &ready, &go, &start, &backings);
                 handles.push(s.spawn(move || {
-                    let setup = match kind {
-                        EngineKind::IoUring => UringWorker::new(qd, buf_bytes, align, &mut data)
-                            .map(|u| Setup::Uring(Box::new(u))),
-                        EngineKind::Sync => {
-                            let mut b = AlignedBuf::new(buf_bytes, align);
-                            b.fill_random(&mut data);
-                            Ok(Setup::Sync(b))
+                    let file = self.reopen();
+                    let setup = file.and_then(|f| match kind {
+                        EngineKind::IoUring => {
+                            UringWorker::new(qd, buf_bytes, align, mem, &mut data)
+                                .map(|u| (f, Setup::Uring(Box::new(u))))
                         }
+                        EngineKind::Sync => IoBuffers::new(1, buf_bytes, align, mem)
+                            .map_err(RealtimeError::Buffers)
+                            .map(|mut b| {
+                                b.fill(FillPattern::Random, &mut data);
+                                (f, Setup::Sync(b))
+                            }),
+                    });
+                    let backing = match &setup {
+                        Ok((_, Setup::Uring(u))) => Some(u.backing()),
+                        Ok((_, Setup::Sync(b))) => Some(b.backing()),
+                        Err(_) => None,
                     };
+                    if let Some(b) = backing {
+                        backings.lock().unwrap_or_else(|e| e.into_inner()).push(b);
+                    }
                     ready.wait();
                     go.wait();
                     let clock = Clock {
@@ -297,15 +402,25 @@ impl RealTarget {
                         end_ns,
                     };
                     let mut meter = Meter::new(tx, w, interval_ns, end_ns);
-                    let r = match setup {
-                        Err(e) => {
+                    let r = match (setup, rate) {
+                        (Err(e), _) => {
                             stop.store(true, std::sync::atomic::Ordering::Relaxed);
                             Err(e)
                         }
-                        Ok(Setup::Uring(u)) => u.run(fd, batch, &mut src, &mut meter, clock, stop),
-                        Ok(Setup::Sync(b)) => {
-                            sync_worker(file, b, &mut src, &mut meter, clock, stop)
+                        (Ok((f, Setup::Uring(u))), None) => {
+                            u.run(f.as_raw_fd(), batch, &mut src, &mut meter, clock, stop)
                         }
+                        (Ok((f, Setup::Sync(b))), None) => {
+                            sync_worker(&f, b, &mut src, &mut meter, clock, stop)
+                        }
+                        (Ok((f, Setup::Uring(u))), Some(rate)) => {
+                            rate.arrivals(src, workers, |a| {
+                                u.run_paced(f.as_raw_fd(), a, &mut meter, clock, stop)
+                            })
+                        }
+                        (Ok((f, Setup::Sync(b))), Some(rate)) => rate.arrivals(src, workers, |a| {
+                            sync_worker_paced(&f, b, a, &mut meter, clock, stop)
+                        }),
                     };
                     meter.finish(r);
                 }));
@@ -326,7 +441,17 @@ impl RealTarget {
                 return Err(RealtimeError::WorkerPanicked);
             }
             let drained_ns = start.get().map_or(0, |s| s.elapsed().as_nanos() as u64);
-            col.finish(drained_ns)
+            let backings = std::mem::take(&mut *backings.lock().unwrap_or_else(|e| e.into_inner()));
+            // The least of the workers': partial huge pages, then pages.
+            let least = [
+                MemBacking::ThpPartial,
+                MemBacking::Pages,
+                MemBacking::Thp,
+                MemBacking::Hugetlb,
+            ]
+            .into_iter()
+            .find(|b| backings.contains(b));
+            col.finish(drained_ns).map(|(r, f)| (r, f, least))
         })
     }
 
@@ -371,8 +496,13 @@ impl RealTarget {
         let stop = AtomicBool::new(false);
         let r = match kind {
             EngineKind::IoUring => {
-                let mut w =
-                    UringWorker::new(32, block as usize, self.mem_align_bytes(), &mut data)?;
+                let mut w = UringWorker::new(
+                    32,
+                    block as usize,
+                    self.mem_align_bytes(),
+                    IoMem::Pages,
+                    &mut data,
+                )?;
                 w.fill_bufs(pattern, &mut data);
                 w.run(
                     self.file.as_raw_fd(),
@@ -384,8 +514,9 @@ impl RealTarget {
                 )
             }
             EngineKind::Sync => {
-                let mut b = AlignedBuf::new(block as usize, self.mem_align_bytes());
-                b.fill_pattern(pattern, &mut data);
+                let mut b = IoBuffers::new(1, block as usize, self.mem_align_bytes(), IoMem::Pages)
+                    .map_err(RealtimeError::Buffers)?;
+                b.fill(pattern, &mut data);
                 sync_worker(&self.file, b, &mut src, &mut meter, clock, &stop)
             }
         };

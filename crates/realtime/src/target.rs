@@ -150,6 +150,19 @@ impl RealTarget {
     }
 }
 
+impl RealTarget {
+    /// A file description of its own for one worker, opened as the target
+    /// was (read-write, O_DIRECT if the target is direct; a block device
+    /// without O_EXCL, which the target's own descriptor holds). fio opens
+    /// the file once per job; workers sharing one description contend on
+    /// its reference count in every request.
+    pub(crate) fn reopen(&self) -> Result<File, RealtimeError> {
+        let flags = if self.direct { libc::O_DIRECT } else { 0 };
+        let path = self.target.path();
+        open_with(path, false, flags).map_err(|e| open_error(path, e))
+    }
+}
+
 fn open_with(path: &Path, create: bool, extra_flags: i32) -> io::Result<File> {
     let mut o = OpenOptions::new();
     o.read(true).write(true).custom_flags(extra_flags);

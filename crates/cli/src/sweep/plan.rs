@@ -207,7 +207,12 @@ fn planned(params: BTreeMap<String, String>) -> Result<PlannedRun> {
     // the sweep before any run starts.
     crate::cmd_run::workload_spec(&args.workload)?;
     crate::cmd_run::duration_ns(&args)?;
-    crate::cmd_run::card_config(&args.card)?;
+    let card = crate::cmd_run::card_config(&args.card)?;
+    if args.target.is_none() {
+        // The card itself too (`--stream` ranges against its capacity); a
+        // `--target` card is checked when its run starts.
+        card.check()?;
+    }
     let key = format!("{:016x}", fnv1a(format!("{args:?}").as_bytes()));
     Ok(PlannedRun { key, params, argv })
 }

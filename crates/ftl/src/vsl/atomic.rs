@@ -133,7 +133,7 @@ impl Vsl {
             match self.cfg.gc_mode {
                 GcMode::Legacy => self.collect_one(t),
                 GcMode::Paced => {
-                    if !self.gc.collecting() && !self.start_victim() {
+                    if !self.gc.collecting() && !self.start_victim(true) {
                         return Err(FtlError::Atomic(format!(
                             "no room for {sectors} sectors: nothing to collect"
                         )));

@@ -19,9 +19,20 @@
 //! Everything here runs only when [`Vsl::enable_reliability`] was called:
 //! the default path pays one `Option` test per read, write, trim, placed
 //! sector, programmed unit and erase.
+//!
+//! [`Flashback`] is one of the VSL's owned parts, not a
+//! [`super::MediaObserver`]: it changes what reads return and when, spends
+//! NAND time of its own and reads the map's valid bits when a unit is
+//! programmed over dead dies (docs/ARCHITECTURE.md, "The FTL's parts").
+//! Its event methods ([`Flashback::placed`], [`Flashback::programmed`],
+//! [`Flashback::erased`]) are called where the observers are, and each
+//! takes what it reads of the VSL (the map, the block manager, the NAND
+//! array) as an argument, so no state is taken out of the VSL and put back.
 
+use super::blocks::BlockManager;
 use super::media::{MediaConfig, MediaState};
-use super::{FtlError, LebState, Origin, Vsl, UNMAPPED};
+use super::{FtlConfig, FtlError, LebState, Mapping, Origin, UnitRuns, Vsl, UNMAPPED};
+use nand::NandArray;
 use serde::Serialize;
 use sim::Nanos;
 use std::collections::BTreeSet;
@@ -118,9 +129,56 @@ struct FailedDie {
     done: bool,
 }
 
-/// The state behind [`Vsl::enable_reliability`].
-pub(super) struct Reliability {
+/// The geometry Flashback lays its stripes out by (the VSL's).
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    /// Slots per write unit and per erase unit, write units per erase unit.
+    spu: u32,
+    spl: u32,
+    upl: u32,
+    banks: u32,
+    channels: u32,
+    lebs: u32,
+    sector: u64,
+}
+
+impl Layout {
+    fn of(cfg: &FtlConfig, spu: u32, spl: u32) -> Layout {
+        let g = cfg.geometry;
+        Layout {
+            spu,
+            spl,
+            upl: g.units_per_leb(),
+            banks: g.banks,
+            channels: g.channels,
+            lebs: g.lebs(),
+            sector: cfg.sector_bytes as u64,
+        }
+    }
+
+    /// The bank write unit `unit` is programmed on.
+    #[inline]
+    fn bank_of_unit(&self, unit: u32) -> u32 {
+        (unit % self.upl) % self.banks
+    }
+
+    /// Write units of erase unit `leb` programmed to NAND.
+    fn programmed_units(&self, blocks: &BlockManager, leb: u32) -> u32 {
+        if leb == blocks.frontier_leb() {
+            return blocks.frontier_next() / self.spu;
+        }
+        match blocks.state(leb) {
+            LebState::Free | LebState::Reserved | LebState::Retired => 0,
+            _ => self.upl,
+        }
+    }
+}
+
+/// Flashback's state: the content of every slot and parity row, the dies
+/// failed and being rebuilt, lost sectors, the media-error model.
+pub(super) struct Flashback {
     cfg: ReliabilityConfig,
+    layout: Layout,
     pending: Vec<(u32, Nanos)>,
     failed: Vec<FailedDie>,
     /// Content tag of every physical slot (what its die holds).
@@ -133,10 +191,10 @@ pub(super) struct Reliability {
     pc: u32,
     lost: BTreeSet<u32>,
     lost_ever: BTreeSet<u32>,
-    pub(super) media: Option<MediaState>,
-    pub(super) stats: ReliabilityStats,
+    media: Option<MediaState>,
+    stats: ReliabilityStats,
     /// Erase units flagged for relocation (read disturb, error rate).
-    pub(super) refresh: Vec<u32>,
+    refresh: Vec<u32>,
 }
 
 /// Content tag of logical sector `lba` as written by host write `seq`.
@@ -177,49 +235,19 @@ impl Vsl {
                 cfg.rebuild_share
             )));
         }
-        let slots = self.map.slots();
         self.map.track_sequence();
-        let dc = g.data_channels();
-        let spd = self.spu.div_ceil(dc);
-        let units = slots / self.spu as usize;
-        let mut pending = cfg.fail_dies.clone();
-        pending.sort_by_key(|&(d, at)| (at, d));
-        let media = cfg
-            .media
-            .clone()
-            .map(|m| MediaState::new(m, g.lebs(), g.banks));
-        self.rel = Some(Box::new(Reliability {
-            pending,
-            failed: Vec::new(),
-            tags: vec![0; slots],
-            parity: vec![0; units * spd as usize],
-            spd,
-            dc,
-            pc: g.parity_channels,
-            lost: BTreeSet::new(),
-            lost_ever: BTreeSet::new(),
-            media,
-            stats: ReliabilityStats::default(),
-            refresh: Vec::new(),
-            cfg,
-        }));
+        let layout = Layout::of(&self.cfg, self.spu, self.spl);
+        let mut fb = Flashback::new(cfg, layout, &self.cfg, self.map.slots());
         // A recovered device already holds data: tag it and compute its
         // parity as the card wrote it.
-        let upl = g.units_per_leb();
         for leb in 0..g.lebs() {
-            for u in 0..self.programmed_units(leb) {
-                let unit = leb * upl + u;
-                let mut r = self.rel.take().expect("just set");
-                for psa in unit * self.spu..(unit + 1) * self.spu {
-                    let lba = self.map.lba_at(psa);
-                    if lba != UNMAPPED {
-                        r.tags[psa as usize] = content_tag(lba, self.map.seq_at(psa));
-                    }
-                }
-                self.rel = Some(r);
-                self.rel_programmed(unit, Nanos::ZERO);
+            for u in 0..layout.programmed_units(&self.blocks, leb) {
+                let unit = leb * layout.upl + u;
+                fb.tag_unit(&self.map, unit);
+                fb.programmed(&self.map, unit, Nanos::ZERO);
             }
         }
+        self.flashback = Some(Box::new(fb));
         Ok(())
     }
 
@@ -231,7 +259,7 @@ impl Vsl {
     ) -> Result<(), FtlError> {
         let n = self.cfg.geometry.dies();
         let r = self
-            .rel
+            .flashback
             .as_mut()
             .ok_or_else(|| FtlError::Config("reliability modelling is off".into()))?;
         for (die, at) in dies {
@@ -249,7 +277,7 @@ impl Vsl {
 
     /// Failure, rebuild, media-error and loss counters (None when off).
     pub fn reliability_stats(&self) -> Option<ReliabilityStats> {
-        self.rel.as_ref().map(|r| {
+        self.flashback.as_ref().map(|r| {
             let mut s = r.stats;
             s.lost_sectors_now = r.lost.len() as u64;
             s.lost_sectors = r.lost_ever.len() as u64;
@@ -259,7 +287,7 @@ impl Vsl {
 
     /// Every logical sector (of this member) ever lost, ascending.
     pub fn lost_sectors_ever(&self) -> Vec<u32> {
-        self.rel
+        self.flashback
             .as_ref()
             .map(|r| r.lost_ever.iter().copied().collect())
             .unwrap_or_default()
@@ -267,7 +295,7 @@ impl Vsl {
 
     /// Logical sectors lost now (not rewritten or trimmed since), ascending.
     pub fn lost_sectors(&self) -> Vec<u32> {
-        self.rel
+        self.flashback
             .as_ref()
             .map(|r| r.lost.iter().copied().collect())
             .unwrap_or_default()
@@ -276,14 +304,14 @@ impl Vsl {
     /// The spare erase-unit equivalents a newly failed die may still take
     /// (the health model's bad-block pool left).
     pub fn set_die_spare_budget(&mut self, lebs: u32) {
-        if let Some(r) = self.rel.as_mut() {
+        if let Some(r) = self.flashback.as_mut() {
             r.cfg.spare_budget_lebs = lebs;
         }
     }
 
     /// True when reads found erase unit `leb` too error-prone to keep.
     pub fn error_prone_leb(&self, leb: u32) -> bool {
-        self.rel
+        self.flashback
             .as_ref()
             .and_then(|r| r.media.as_ref())
             .is_some_and(|m| m.flagged(leb))
@@ -291,38 +319,42 @@ impl Vsl {
 
     /// Spare erase-unit equivalents given to failed dies so far.
     pub fn die_spare_lebs(&self) -> u32 {
-        self.rel.as_ref().map_or(0, |r| r.stats.die_spare_lebs)
+        self.flashback
+            .as_ref()
+            .map_or(0, |r| r.stats.die_spare_lebs)
     }
 
     /// Turns parity rebuild off or on (tests: shows the checks detect the
     /// corruption a card without Flashback would return).
     pub fn set_parity_rebuild(&mut self, on: bool) {
-        if let Some(r) = self.rel.as_mut() {
+        if let Some(r) = self.flashback.as_mut() {
             r.cfg.parity_rebuild = on;
         }
     }
 
-    /// Die (`bank * channels + channel`) and row of physical slot `psa`.
-    pub fn slot_die(&self, psa: u32) -> (u32, u32) {
-        let r = self.rel.as_ref().expect("reliability is enabled");
-        let (bank, ch, _row) = self.slot_place(r, psa);
-        (
-            bank * self.cfg.geometry.channels + ch,
-            psa % self.spu % r.spd,
-        )
+    /// Die (`bank * channels + channel`) and row of physical slot `psa`;
+    /// `None` when reliability modelling is off.
+    pub fn slot_die(&self, psa: u32) -> Option<(u32, u32)> {
+        let r = self.flashback.as_deref()?;
+        let (bank, ch, row) = r.slot_place(psa);
+        Some((bank * self.cfg.geometry.channels + ch, row))
     }
 
     /// True when slot `psa`'s write unit has been programmed to NAND.
     pub fn is_programmed(&self, psa: u32) -> bool {
+        let layout = Layout::of(&self.cfg, self.spu, self.spl);
         let leb = psa / self.spl;
-        (psa % self.spl) / self.spu < self.programmed_units(leb)
+        (psa % self.spl) / self.spu < layout.programmed_units(&self.blocks, leb)
     }
 
     /// The content tag a read of logical sector `lba` returns now: the
     /// data as ECC and parity deliver it. `Ok(None)`: unwritten; `Err`: the
-    /// sector is lost (the read fails with an I/O error).
+    /// sector is lost (the read fails with an I/O error), or reliability
+    /// modelling is off.
     pub fn read_content(&self, lba: u64) -> Result<Option<u32>, FtlError> {
-        let r = self.rel.as_ref().expect("reliability is enabled");
+        let Some(r) = self.flashback.as_deref() else {
+            return Err(FtlError::Config("reliability modelling is off".into()));
+        };
         let Some(psa) = self.lookup(lba) else {
             return Ok(None);
         };
@@ -337,360 +369,33 @@ impl Vsl {
             // Still in the power-cut-protected buffer.
             return Ok(Some(r.tags[psa as usize]));
         }
-        Ok(Some(self.read_tag(r, psa).unwrap_or(0)))
+        Ok(Some(r.read_tag(psa).unwrap_or(0)))
     }
 
-    /// Bank, channel and row of slot `psa`.
-    #[inline]
-    fn slot_place(&self, r: &Reliability, psa: u32) -> (u32, u32, u32) {
-        let unit = psa / self.spu;
-        let s = psa % self.spu;
-        (self.bank_of_unit(unit), s / r.spd, s % r.spd)
-    }
-
-    pub(super) fn programmed_units(&self, leb: u32) -> u32 {
-        if leb == self.blocks.frontier_leb() {
-            return self.blocks.frontier_next() / self.spu;
-        }
-        match self.blocks.state(leb) {
-            LebState::Free | LebState::Reserved | LebState::Retired => 0,
-            _ => self.cfg.geometry.units_per_leb(),
-        }
-    }
-
-    /// Failed dies of `bank` not yet replaced in erase unit `leb`.
-    fn dead_channels(
-        r: &Reliability,
-        bank: u32,
-        unit: u32,
-        upl: u32,
-    ) -> impl Iterator<Item = u32> + '_ {
-        r.failed
-            .iter()
-            .filter(move |f| f.bank == bank && f.dead_in(unit, upl))
-            .map(|f| f.channel)
-    }
-
-    fn is_dead(r: &Reliability, bank: u32, ch: u32, unit: u32, upl: u32) -> bool {
-        r.failed
-            .iter()
-            .any(|f| f.bank == bank && f.channel == ch && f.dead_in(unit, upl))
-    }
-
-    /// What slot `psa` reads back: its die's tag, or, when the die has
-    /// failed, the parity XOR the other data dies of its stripe row. None
-    /// when the stripe has lost more members than it has parity.
-    fn read_tag(&self, r: &Reliability, psa: u32) -> Option<u32> {
-        let (bank, ch, row) = self.slot_place(r, psa);
-        let upl = self.cfg.geometry.units_per_leb();
-        if r.failed.is_empty() || !Self::is_dead(r, bank, ch, psa / self.spu, upl) {
-            return Some(r.tags[psa as usize]);
-        }
-        if !r.cfg.parity_rebuild {
-            return Some(r.tags[psa as usize]);
-        }
-        self.reconstruct(r, psa / self.spu, ch, row, bank)
-    }
-
-    /// Rebuilds data channel `ch`'s tag at `row` of `unit` from the parity
-    /// and the other data dies.
-    fn reconstruct(&self, r: &Reliability, unit: u32, ch: u32, row: u32, bank: u32) -> Option<u32> {
-        let upl = self.cfg.geometry.units_per_leb();
-        if Self::dead_channels(r, bank, unit, upl).any(|c| c != ch) {
-            return None;
-        }
-        let mut v = r.parity[(unit * r.spd + row) as usize];
-        let base = unit * self.spu;
-        for c in 0..r.dc {
-            let s = c * r.spd + row;
-            if c != ch && s < self.spu {
-                v ^= r.tags[(base + s) as usize];
-            }
-        }
-        Some(v)
-    }
-
-    /// Hook: a sector was placed at slot `psa` (its tag is what the host
-    /// wrote, or what GC read back from the slot it moved from).
-    pub(super) fn rel_place(&mut self, t: Nanos, psa: u32, lba: u32, origin: Origin) {
-        let mut r = self.rel.take().expect("checked by the caller");
-        let tag = match origin {
-            Origin::Host(seq) => content_tag(lba, seq),
-            Origin::Moved(from) => {
-                let (bank, ch, _) = self.slot_place(&r, from);
-                let upl = self.cfg.geometry.units_per_leb();
-                if !r.failed.is_empty() && Self::is_dead(&r, bank, ch, from / self.spu, upl) {
-                    // GC reads the rest of the stripe row to rebuild it.
-                    let bytes = (r.dc - 1) as u64 * self.cfg.sector_bytes as u64;
-                    self.nand.read_unit(t, bank, bytes);
-                }
-                self.read_tag(&r, from)
-                    .unwrap_or(!content_tag(lba, self.map.seq_at(from)))
-            }
-        };
-        r.tags[psa as usize] = tag;
-        self.rel = Some(r);
-    }
-
-    /// Hook: write unit `unit` was programmed, complete at `done`: the
-    /// parity die gets the XOR of the data dies; dead dies keep nothing.
-    pub(super) fn rel_programmed(&mut self, unit: u32, done: Nanos) {
-        let mut r = self.rel.take().expect("checked by the caller");
-        let base = unit * self.spu;
-        for row in 0..r.spd {
-            let mut p = 0;
-            for c in 0..r.dc {
-                let s = c * r.spd + row;
-                if s < self.spu {
-                    p ^= r.tags[(base + s) as usize];
-                }
-            }
-            r.parity[(unit * r.spd + row) as usize] = p;
-        }
-        let upl = self.cfg.geometry.units_per_leb();
-        let leb = unit / upl;
-        if !r.failed.is_empty() {
-            // An adaptive card writes a failed die's page to its spare
-            // block; a basic one loses it (parity still covers it).
-            let bank = self.bank_of_unit(unit);
-            for f in r.failed.iter_mut() {
-                if f.adaptive && f.bank == bank && f.dead_in(unit, upl) {
-                    f.spared[unit as usize] = true;
-                }
-            }
-            let dead: Vec<u32> = Self::dead_channels(&r, bank, unit, upl).collect();
-            for &ch in &dead {
-                Self::garble_die_page(&mut r, self.spu, unit, ch);
-            }
-            if dead.len() as u32 > r.pc {
-                self.mark_lost(&mut r, unit, &dead);
-            }
-        }
-        if let Some(m) = r.media.as_mut() {
-            m.programmed(leb, unit.is_multiple_of(upl), done);
-        }
-        self.rel = Some(r);
-    }
-
-    /// Destroys what die channel `ch` holds in `unit` (data or parity).
-    fn garble_die_page(r: &mut Reliability, spu: u32, unit: u32, ch: u32) {
-        if ch >= r.dc {
-            for row in 0..r.spd {
-                let i = (unit * r.spd + row) as usize;
-                r.parity[i] = !r.parity[i];
-            }
-            return;
-        }
-        for row in 0..r.spd {
-            let s = ch * r.spd + row;
-            if s < spu {
-                let i = (unit * spu + s) as usize;
-                r.tags[i] = !r.tags[i];
-            }
-        }
-    }
-
-    /// Hook: erase unit `leb` was erased: its tags go, and failed dies get
-    /// a spare block there for what is written next.
-    pub(super) fn rel_erased(&mut self, leb: u32) {
-        let mut r = self.rel.take().expect("checked by the caller");
-        let spl = self.spl as usize;
-        let l = leb as usize;
-        r.tags[l * spl..(l + 1) * spl].fill(0);
-        let upl = self.cfg.geometry.units_per_leb() as usize;
-        let rows = r.spd as usize * upl;
-        r.parity[l * rows..(l + 1) * rows].fill(0);
-        for f in &mut r.failed {
-            if f.adaptive {
-                f.remapped[l] = true;
-            }
-        }
-        if let Some(m) = r.media.as_mut() {
-            m.erased(leb);
-        }
-        self.rel = Some(r);
-    }
-
-    /// Hook at the start of every host I/O: injects due die failures,
-    /// advances rebuilds, and (writes, trims) forgets lost sectors that are
-    /// being rewritten; with `relocate`, moves flagged units. A store that
-    /// mirrors GC moves (`vsl attach`) replays them after writes only, so
-    /// there reads never move data.
-    pub(super) fn rel_before_io(
+    /// At the start of every host I/O (with Flashback on): injects due die
+    /// failures, advances rebuilds, and (writes, trims) forgets lost
+    /// sectors that are being rewritten; with `relocate`, moves flagged
+    /// units. A store that mirrors GC moves (`vsl attach`) replays them
+    /// after writes only, so there reads never move data.
+    pub(super) fn flashback_before_io(
         &mut self,
         now: Nanos,
         rewritten: Option<(u64, u64)>,
         relocate: bool,
     ) {
-        let mut r = self.rel.take().expect("checked by the caller");
-        if let Some((start, count)) = rewritten {
-            if !r.lost.is_empty() {
-                let (a, b) = (start as u32, (start + count) as u32);
-                let gone: Vec<u32> = r.lost.range(a..b).copied().collect();
-                for l in gone {
-                    r.lost.remove(&l);
-                }
-            }
-        }
-        while r.pending.first().is_some_and(|&(_, at)| at <= now) {
-            let (die, at) = r.pending.remove(0);
-            self.fail_die(&mut r, die, at);
-        }
-        if r.failed.iter().any(|f| !f.done) {
-            self.advance_rebuilds(&mut r, now);
-        }
-        let refresh = if relocate {
-            std::mem::take(&mut r.refresh)
-        } else {
-            Vec::new()
+        let Some(fb) = self.flashback.as_deref_mut() else {
+            return;
         };
-        self.rel = Some(r);
+        let refresh = fb.before_io(
+            &self.map,
+            &self.blocks,
+            &mut self.nand,
+            now,
+            rewritten,
+            relocate,
+        );
         if !refresh.is_empty() {
             self.relocate(now, refresh);
-        }
-    }
-
-    /// Fails die `die` at `at`: destroys what it holds, records which
-    /// sectors are now beyond parity, and (adaptive, spares left) starts
-    /// rebuilding it.
-    fn fail_die(&mut self, r: &mut Reliability, die: u32, at: Nanos) {
-        let g = self.cfg.geometry;
-        let (bank, ch) = (die / g.channels, die % g.channels);
-        if r.failed.iter().any(|f| f.bank == bank && f.channel == ch) {
-            return;
-        }
-        let lebs = g.lebs();
-        let need = lebs.div_ceil(g.channels * g.banks);
-        let adaptive = r.cfg.adaptive && r.cfg.spare_budget_lebs >= need;
-        if adaptive {
-            r.stats.die_spare_lebs += need;
-            r.cfg.spare_budget_lebs -= need;
-        }
-        r.stats.dies_failed += 1;
-        r.failed.push(FailedDie {
-            bank,
-            channel: ch,
-            at,
-            remapped: vec![false; lebs as usize],
-            spared: vec![
-                false;
-                if adaptive {
-                    r.parity.len() / r.spd as usize
-                } else {
-                    0
-                }
-            ],
-            adaptive,
-            cursor: 0,
-            next_at: at,
-            done: !adaptive,
-        });
-        let upl = g.units_per_leb();
-        for leb in 0..lebs {
-            let programmed = self.programmed_units(leb);
-            for u in (0..programmed).filter(|&u| u % g.banks == bank) {
-                let unit = leb * upl + u;
-                Self::garble_die_page(r, self.spu, unit, ch);
-                let dead: Vec<u32> = Self::dead_channels(r, bank, unit, upl).collect();
-                if dead.len() as u32 > r.pc {
-                    self.mark_lost(r, unit, &dead);
-                }
-            }
-        }
-    }
-
-    /// Records the valid sectors on the failed data dies `dead` of `unit`
-    /// as lost.
-    fn mark_lost(&self, r: &mut Reliability, unit: u32, dead: &[u32]) {
-        for &c in dead.iter().filter(|&&c| c < r.dc) {
-            for row in 0..r.spd {
-                let s = c * r.spd + row;
-                let psa = unit * self.spu + s;
-                if s < self.spu && self.map.is_valid(psa) {
-                    let lba = self.map.lba_at(psa);
-                    r.lost.insert(lba);
-                    r.lost_ever.insert(lba);
-                }
-            }
-        }
-    }
-
-    /// Runs the adaptive rebuilds up to `now`: one erase unit at a time,
-    /// every programmed page of the failed die there is rebuilt from its
-    /// stripe (a full stripe read on the bank) and programmed to a spare,
-    /// pacing itself to `rebuild_share` of the bank's time.
-    fn advance_rebuilds(&mut self, r: &mut Reliability, now: Nanos) {
-        let g = self.cfg.geometry;
-        let upl = g.units_per_leb();
-        let sector = self.cfg.sector_bytes as u64;
-        let stripe_bytes = (r.dc + r.pc) as u64 * r.spd as u64 * sector;
-        let page_bytes = r.spd as u64 * sector;
-        let share = r.cfg.rebuild_share;
-        for i in 0..r.failed.len() {
-            while !r.failed[i].done && r.failed[i].next_at <= now {
-                let f = &r.failed[i];
-                let (bank, ch, leb, start) = (f.bank, f.channel, f.cursor, f.next_at);
-                if leb >= g.lebs() {
-                    let f = &mut r.failed[i];
-                    f.done = true;
-                    r.stats.dies_rebuilt += 1;
-                    let took = (start.0 - f.at.0) as f64 / 1e9;
-                    r.stats.rebuild_s = r.stats.rebuild_s.max(took);
-                    break;
-                }
-                let mut done = start;
-                if !r.failed[i].remapped[leb as usize] {
-                    let programmed = self.programmed_units(leb);
-                    for u in (0..programmed).filter(|&u| u % g.banks == bank) {
-                        let unit = leb * upl + u;
-                        if r.failed[i].adaptive && r.failed[i].spared[unit as usize] {
-                            continue;
-                        }
-                        let read = self.nand.read_unit(start, bank, stripe_bytes);
-                        self.rebuild_page(r, unit, bank, ch);
-                        done = done.max(self.nand.program_page(read, bank, page_bytes));
-                        r.stats.rebuild_stripes += 1;
-                    }
-                    r.failed[i].remapped[leb as usize] = true;
-                }
-                let f = &mut r.failed[i];
-                f.cursor += 1;
-                let busy = (done.0 - start.0) as f64;
-                f.next_at = Nanos(done.0 + (busy * (1.0 / share - 1.0)) as u64);
-                if done == start {
-                    f.next_at = start;
-                }
-            }
-        }
-    }
-
-    /// Restores what channel `ch` holds in `unit` from the rest of the
-    /// stripe (tags of a data die, or the parity).
-    fn rebuild_page(&self, r: &mut Reliability, unit: u32, bank: u32, ch: u32) {
-        let base = unit * self.spu;
-        for row in 0..r.spd {
-            if ch >= r.dc {
-                let upl = self.cfg.geometry.units_per_leb();
-                let others_dead = Self::dead_channels(r, bank, unit, upl).any(|c| c != ch);
-                if !others_dead {
-                    let mut p = 0;
-                    for c in 0..r.dc {
-                        let s = c * r.spd + row;
-                        if s < self.spu {
-                            p ^= r.tags[(base + s) as usize];
-                        }
-                    }
-                    r.parity[(unit * r.spd + row) as usize] = p;
-                }
-                continue;
-            }
-            let s = ch * r.spd + row;
-            if s >= self.spu {
-                continue;
-            }
-            if let Some(v) = self.reconstruct(r, unit, ch, row, bank) {
-                r.tags[(base + s) as usize] = v;
-            }
         }
     }
 
@@ -707,97 +412,488 @@ impl Vsl {
                 keep.push(leb);
             }
         }
-        if let Some(r) = self.rel.as_mut() {
-            r.refresh.extend(keep);
-            r.refresh.dedup();
+        fb_keep(&mut self.flashback, keep);
+    }
+}
+
+/// Puts erase units back on Flashback's relocation list.
+fn fb_keep(fb: &mut Option<Box<Flashback>>, lebs: Vec<u32>) {
+    if let Some(r) = fb.as_deref_mut() {
+        r.refresh.extend(lebs);
+        r.refresh.dedup();
+    }
+}
+
+impl Flashback {
+    fn new(cfg: ReliabilityConfig, layout: Layout, ftl: &FtlConfig, slots: usize) -> Flashback {
+        let g = ftl.geometry;
+        let dc = g.data_channels();
+        let spd = layout.spu.div_ceil(dc);
+        let units = slots / layout.spu as usize;
+        let mut pending = cfg.fail_dies.clone();
+        pending.sort_by_key(|&(d, at)| (at, d));
+        let media = cfg
+            .media
+            .clone()
+            .map(|m| MediaState::new(m, g.lebs(), g.banks));
+        Flashback {
+            layout,
+            pending,
+            failed: Vec::new(),
+            tags: vec![0; slots],
+            parity: vec![0; units * spd as usize],
+            spd,
+            dc,
+            pc: g.parity_channels,
+            lost: BTreeSet::new(),
+            lost_ever: BTreeSet::new(),
+            media,
+            stats: ReliabilityStats::default(),
+            refresh: Vec::new(),
+            cfg,
         }
     }
 
-    /// A host read with reliability on: media errors, reads rebuilt from
-    /// parity (with their cost), lost sectors (an I/O error) and the check
-    /// of every sector read against what the map says it holds.
-    pub(super) fn read_reliable(
+    /// Tags the programmed slots of write unit `unit` with what the map
+    /// says they hold (a recovered device's data).
+    fn tag_unit(&mut self, map: &Mapping, unit: u32) {
+        let spu = self.layout.spu;
+        for psa in unit * spu..(unit + 1) * spu {
+            let lba = map.lba_at(psa);
+            if lba != UNMAPPED {
+                self.tags[psa as usize] = content_tag(lba, map.seq_at(psa));
+            }
+        }
+    }
+
+    /// Bank, channel and row of slot `psa`.
+    #[inline]
+    fn slot_place(&self, psa: u32) -> (u32, u32, u32) {
+        let unit = psa / self.layout.spu;
+        let s = psa % self.layout.spu;
+        (self.layout.bank_of_unit(unit), s / self.spd, s % self.spd)
+    }
+
+    /// Failed dies of `bank` not yet replaced in write unit `unit`.
+    fn dead_channels(&self, bank: u32, unit: u32) -> impl Iterator<Item = u32> + '_ {
+        let upl = self.layout.upl;
+        self.failed
+            .iter()
+            .filter(move |f| f.bank == bank && f.dead_in(unit, upl))
+            .map(|f| f.channel)
+    }
+
+    fn is_dead(&self, bank: u32, ch: u32, unit: u32) -> bool {
+        let upl = self.layout.upl;
+        self.failed
+            .iter()
+            .any(|f| f.bank == bank && f.channel == ch && f.dead_in(unit, upl))
+    }
+
+    /// What slot `psa` reads back: its die's tag, or, when the die has
+    /// failed, the parity XOR the other data dies of its stripe row. None
+    /// when the stripe has lost more members than it has parity.
+    fn read_tag(&self, psa: u32) -> Option<u32> {
+        let (bank, ch, row) = self.slot_place(psa);
+        let unit = psa / self.layout.spu;
+        if self.failed.is_empty() || !self.is_dead(bank, ch, unit) {
+            return Some(self.tags[psa as usize]);
+        }
+        if !self.cfg.parity_rebuild {
+            return Some(self.tags[psa as usize]);
+        }
+        self.reconstruct(unit, ch, row, bank)
+    }
+
+    /// Rebuilds data channel `ch`'s tag at `row` of `unit` from the parity
+    /// and the other data dies.
+    fn reconstruct(&self, unit: u32, ch: u32, row: u32, bank: u32) -> Option<u32> {
+        if self.dead_channels(bank, unit).any(|c| c != ch) {
+            return None;
+        }
+        let spu = self.layout.spu;
+        let mut v = self.parity[(unit * self.spd + row) as usize];
+        let base = unit * spu;
+        for c in 0..self.dc {
+            let s = c * self.spd + row;
+            if c != ch && s < spu {
+                v ^= self.tags[(base + s) as usize];
+            }
+        }
+        Some(v)
+    }
+
+    /// A sector was placed at slot `psa` at `t`: its tag is what the host
+    /// wrote, or what GC read back from the slot it moved from (a slot on
+    /// a failed die is read back from the rest of its stripe row, which
+    /// costs GC that row's reads on `nand`).
+    pub(super) fn placed(
         &mut self,
+        map: &Mapping,
+        nand: &mut NandArray,
+        t: Nanos,
+        psa: u32,
+        lba: u32,
+        origin: Origin,
+    ) {
+        let tag = match origin {
+            Origin::Host(seq) => content_tag(lba, seq),
+            Origin::Moved(from) => {
+                let (bank, ch, _) = self.slot_place(from);
+                if !self.failed.is_empty() && self.is_dead(bank, ch, from / self.layout.spu) {
+                    // GC reads the rest of the stripe row to rebuild it.
+                    let bytes = (self.dc - 1) as u64 * self.layout.sector;
+                    nand.read_unit(t, bank, bytes);
+                }
+                self.read_tag(from)
+                    .unwrap_or(!content_tag(lba, map.seq_at(from)))
+            }
+        };
+        self.tags[psa as usize] = tag;
+    }
+
+    /// Write unit `unit` was programmed, complete at `done`: the parity
+    /// die gets the XOR of the data dies; dead dies keep nothing, and when
+    /// more of them than parity covers are dead, the unit's sectors that
+    /// hold current data (`map`) are lost.
+    pub(super) fn programmed(&mut self, map: &Mapping, unit: u32, done: Nanos) {
+        let spu = self.layout.spu;
+        let base = unit * spu;
+        for row in 0..self.spd {
+            let mut p = 0;
+            for c in 0..self.dc {
+                let s = c * self.spd + row;
+                if s < spu {
+                    p ^= self.tags[(base + s) as usize];
+                }
+            }
+            self.parity[(unit * self.spd + row) as usize] = p;
+        }
+        let upl = self.layout.upl;
+        let leb = unit / upl;
+        if !self.failed.is_empty() {
+            // An adaptive card writes a failed die's page to its spare
+            // block; a basic one loses it (parity still covers it).
+            let bank = self.layout.bank_of_unit(unit);
+            for f in self.failed.iter_mut() {
+                if f.adaptive && f.bank == bank && f.dead_in(unit, upl) {
+                    f.spared[unit as usize] = true;
+                }
+            }
+            let dead: Vec<u32> = self.dead_channels(bank, unit).collect();
+            for &ch in &dead {
+                self.garble_die_page(unit, ch);
+            }
+            if dead.len() as u32 > self.pc {
+                self.mark_lost(map, unit, &dead);
+            }
+        }
+        if let Some(m) = self.media.as_mut() {
+            m.programmed(leb, unit.is_multiple_of(upl), done);
+        }
+    }
+
+    /// Destroys what die channel `ch` holds in `unit` (data or parity).
+    fn garble_die_page(&mut self, unit: u32, ch: u32) {
+        let spu = self.layout.spu;
+        if ch >= self.dc {
+            for row in 0..self.spd {
+                let i = (unit * self.spd + row) as usize;
+                self.parity[i] = !self.parity[i];
+            }
+            return;
+        }
+        for row in 0..self.spd {
+            let s = ch * self.spd + row;
+            if s < spu {
+                let i = (unit * spu + s) as usize;
+                self.tags[i] = !self.tags[i];
+            }
+        }
+    }
+
+    /// Erase unit `leb` was erased: its tags go, and failed dies get a
+    /// spare block there for what is written next.
+    pub(super) fn erased(&mut self, leb: u32) {
+        let spl = self.layout.spl as usize;
+        let l = leb as usize;
+        self.tags[l * spl..(l + 1) * spl].fill(0);
+        let rows = self.spd as usize * self.layout.upl as usize;
+        self.parity[l * rows..(l + 1) * rows].fill(0);
+        for f in &mut self.failed {
+            if f.adaptive {
+                f.remapped[l] = true;
+            }
+        }
+        if let Some(m) = self.media.as_mut() {
+            m.erased(leb);
+        }
+    }
+
+    /// The start of a host I/O at `now`: forgets the lost sectors being
+    /// rewritten (`rewritten`), injects due die failures and advances
+    /// rebuilds; with `relocate`, hands over the erase units flagged for
+    /// relocation (otherwise they stay flagged).
+    fn before_io(
+        &mut self,
+        map: &Mapping,
+        blocks: &BlockManager,
+        nand: &mut NandArray,
+        now: Nanos,
+        rewritten: Option<(u64, u64)>,
+        relocate: bool,
+    ) -> Vec<u32> {
+        if let Some((start, count)) = rewritten {
+            if !self.lost.is_empty() {
+                let (a, b) = (start as u32, (start + count) as u32);
+                let gone: Vec<u32> = self.lost.range(a..b).copied().collect();
+                for l in gone {
+                    self.lost.remove(&l);
+                }
+            }
+        }
+        while self.pending.first().is_some_and(|&(_, at)| at <= now) {
+            let (die, at) = self.pending.remove(0);
+            self.fail_die(map, blocks, die, at);
+        }
+        if self.failed.iter().any(|f| !f.done) {
+            self.advance_rebuilds(blocks, nand, now);
+        }
+        if relocate {
+            std::mem::take(&mut self.refresh)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Fails die `die` at `at`: destroys what it holds, records which
+    /// sectors are now beyond parity, and (adaptive, spares left) starts
+    /// rebuilding it.
+    fn fail_die(&mut self, map: &Mapping, blocks: &BlockManager, die: u32, at: Nanos) {
+        let l = self.layout;
+        let (bank, ch) = (die / l.channels, die % l.channels);
+        if self
+            .failed
+            .iter()
+            .any(|f| f.bank == bank && f.channel == ch)
+        {
+            return;
+        }
+        let need = l.lebs.div_ceil(l.channels * l.banks);
+        let adaptive = self.cfg.adaptive && self.cfg.spare_budget_lebs >= need;
+        if adaptive {
+            self.stats.die_spare_lebs += need;
+            self.cfg.spare_budget_lebs -= need;
+        }
+        self.stats.dies_failed += 1;
+        let spared = if adaptive {
+            self.parity.len() / self.spd as usize
+        } else {
+            0
+        };
+        self.failed.push(FailedDie {
+            bank,
+            channel: ch,
+            at,
+            remapped: vec![false; l.lebs as usize],
+            spared: vec![false; spared],
+            adaptive,
+            cursor: 0,
+            next_at: at,
+            done: !adaptive,
+        });
+        for leb in 0..l.lebs {
+            let programmed = l.programmed_units(blocks, leb);
+            for u in (0..programmed).filter(|&u| u % l.banks == bank) {
+                let unit = leb * l.upl + u;
+                self.garble_die_page(unit, ch);
+                let dead: Vec<u32> = self.dead_channels(bank, unit).collect();
+                if dead.len() as u32 > self.pc {
+                    self.mark_lost(map, unit, &dead);
+                }
+            }
+        }
+    }
+
+    /// Records the valid sectors on the failed data dies `dead` of `unit`
+    /// as lost.
+    fn mark_lost(&mut self, map: &Mapping, unit: u32, dead: &[u32]) {
+        let spu = self.layout.spu;
+        for &c in dead.iter().filter(|&&c| c < self.dc) {
+            for row in 0..self.spd {
+                let s = c * self.spd + row;
+                let psa = unit * spu + s;
+                if s < spu && map.is_valid(psa) {
+                    let lba = map.lba_at(psa);
+                    self.lost.insert(lba);
+                    self.lost_ever.insert(lba);
+                }
+            }
+        }
+    }
+
+    /// Runs the adaptive rebuilds up to `now`: one erase unit at a time,
+    /// every programmed page of the failed die there is rebuilt from its
+    /// stripe (a full stripe read on the bank) and programmed to a spare,
+    /// pacing itself to `rebuild_share` of the bank's time.
+    fn advance_rebuilds(&mut self, blocks: &BlockManager, nand: &mut NandArray, now: Nanos) {
+        let l = self.layout;
+        let stripe_bytes = (self.dc + self.pc) as u64 * self.spd as u64 * l.sector;
+        let page_bytes = self.spd as u64 * l.sector;
+        let share = self.cfg.rebuild_share;
+        for i in 0..self.failed.len() {
+            while !self.failed[i].done && self.failed[i].next_at <= now {
+                let f = &self.failed[i];
+                let (bank, ch, leb, start) = (f.bank, f.channel, f.cursor, f.next_at);
+                if leb >= l.lebs {
+                    let f = &mut self.failed[i];
+                    f.done = true;
+                    self.stats.dies_rebuilt += 1;
+                    let took = (start.0 - f.at.0) as f64 / 1e9;
+                    self.stats.rebuild_s = self.stats.rebuild_s.max(took);
+                    break;
+                }
+                let mut done = start;
+                if !self.failed[i].remapped[leb as usize] {
+                    let programmed = l.programmed_units(blocks, leb);
+                    for u in (0..programmed).filter(|&u| u % l.banks == bank) {
+                        let unit = leb * l.upl + u;
+                        if self.failed[i].adaptive && self.failed[i].spared[unit as usize] {
+                            continue;
+                        }
+                        let read = nand.read_unit(start, bank, stripe_bytes);
+                        self.rebuild_page(unit, bank, ch);
+                        done = done.max(nand.program_page(read, bank, page_bytes));
+                        self.stats.rebuild_stripes += 1;
+                    }
+                    self.failed[i].remapped[leb as usize] = true;
+                }
+                let f = &mut self.failed[i];
+                f.cursor += 1;
+                let busy = (done.0 - start.0) as f64;
+                f.next_at = Nanos(done.0 + (busy * (1.0 / share - 1.0)) as u64);
+                if done == start {
+                    f.next_at = start;
+                }
+            }
+        }
+    }
+
+    /// Restores what channel `ch` holds in `unit` from the rest of the
+    /// stripe (tags of a data die, or the parity).
+    fn rebuild_page(&mut self, unit: u32, bank: u32, ch: u32) {
+        let spu = self.layout.spu;
+        let base = unit * spu;
+        for row in 0..self.spd {
+            if ch >= self.dc {
+                let others_dead = self.dead_channels(bank, unit).any(|c| c != ch);
+                if !others_dead {
+                    let mut p = 0;
+                    for c in 0..self.dc {
+                        let s = c * self.spd + row;
+                        if s < spu {
+                            p ^= self.tags[(base + s) as usize];
+                        }
+                    }
+                    self.parity[(unit * self.spd + row) as usize] = p;
+                }
+                continue;
+            }
+            let s = ch * self.spd + row;
+            if s >= spu {
+                continue;
+            }
+            if let Some(v) = self.reconstruct(unit, ch, row, bank) {
+                self.tags[(base + s) as usize] = v;
+            }
+        }
+    }
+
+    /// A host read: media errors, reads rebuilt from parity (with their
+    /// cost on `nand`), lost sectors (an I/O error) and the check of every
+    /// sector read against what the map says it holds. `open_unit` is the
+    /// write unit still in the write buffer.
+    pub(super) fn read(
+        &mut self,
+        map: &Mapping,
+        nand: &mut NandArray,
+        open_unit: Option<u32>,
         ready: Nanos,
         start: u64,
         count: u64,
     ) -> Result<Nanos, FtlError> {
-        // With a data store attached (media log on) only writes relocate.
-        self.rel_before_io(ready, None, !self.obs.has::<super::MediaLog>());
-        let mut r = self.rel.take().expect("checked by the caller");
-        let sector = self.cfg.sector_bytes as u64;
+        let sector = self.layout.sector;
+        let upl = self.layout.upl;
         let mut done = ready;
-        let open_unit = self.open_unit_id();
         let mut lost_in_read = 0u64;
         let mut first_lost = None;
-        let mut runs = super::UnitRuns::new(start, start + count);
-        while let Some((i, n, unit)) = runs.next(&self.map) {
-            let upl = self.cfg.geometry.units_per_leb();
+        let mut runs = UnitRuns::new(start, start + count);
+        while let Some((i, n, unit)) = runs.next(map) {
             let leb = unit / upl;
-            let bank = self.bank_of_unit(unit);
+            let bank = self.layout.bank_of_unit(unit);
             let in_buffer = Some(unit) == open_unit;
             let mut degraded = 0u64;
             let mut unit_bad = false;
             for lba in i..i + n {
-                let p = self.map.slot_of(lba as u32);
-                if r.lost.contains(&(lba as u32)) {
+                let p = map.slot_of(lba as u32);
+                if self.lost.contains(&(lba as u32)) {
                     lost_in_read += 1;
                     first_lost.get_or_insert(lba);
                     continue;
                 }
-                let (b, ch, _) = self.slot_place(&r, p);
-                if !in_buffer && !r.failed.is_empty() && Self::is_dead(&r, b, ch, unit, upl) {
+                let (b, ch, _) = self.slot_place(p);
+                if !in_buffer && !self.failed.is_empty() && self.is_dead(b, ch, unit) {
                     degraded += 1;
                 }
                 let got = if in_buffer {
-                    Some(r.tags[p as usize])
+                    Some(self.tags[p as usize])
                 } else {
-                    self.read_tag(&r, p)
+                    self.read_tag(p)
                 };
-                let want = content_tag(lba as u32, self.map.seq_at(p));
+                let want = content_tag(lba as u32, map.seq_at(p));
                 if got != Some(want) {
                     if got.is_none() {
                         // The stripe lost two members: the sector is lost.
-                        r.lost.insert(lba as u32);
-                        r.lost_ever.insert(lba as u32);
+                        self.lost.insert(lba as u32);
+                        self.lost_ever.insert(lba as u32);
                         lost_in_read += 1;
                         first_lost.get_or_insert(lba);
                     } else {
-                        r.stats.silent_corruptions += 1;
+                        self.stats.silent_corruptions += 1;
                     }
                 }
             }
             if !in_buffer {
                 // The dead die's share comes from the other dc members of
                 // each stripe row: dc sectors move per sector rebuilt.
-                let bytes = (n - degraded) * sector + degraded * r.dc as u64 * sector;
-                let mut t = self.nand.read_unit(ready, bank, bytes);
-                r.stats.degraded_sector_reads += degraded;
-                if let Some(m) = r.media.as_mut() {
-                    let erases = self.nand.erase_count(leb);
+                let bytes = (n - degraded) * sector + degraded * self.dc as u64 * sector;
+                let mut t = nand.read_unit(ready, bank, bytes);
+                self.stats.degraded_sector_reads += degraded;
+                if let Some(m) = self.media.as_mut() {
+                    let erases = nand.erase_count(leb);
                     let out = m.read(leb, bank, erases, n, sector, ready);
-                    r.stats.corrected_bits = m.corrected_bits();
+                    self.stats.corrected_bits = m.corrected_bits();
                     for _ in 0..out.retries {
-                        t = self.nand.read_unit(t, bank, n * sector);
+                        t = nand.read_unit(t, bank, n * sector);
                     }
-                    r.stats.read_retries += out.retries as u64;
+                    self.stats.read_retries += out.retries as u64;
                     if out.refresh {
-                        r.stats.read_disturb_refreshes += 1;
-                        r.refresh.push(leb);
+                        self.stats.read_disturb_refreshes += 1;
+                        self.refresh.push(leb);
                     }
                     if out.retire {
-                        r.stats.error_retired_lebs += 1;
-                        r.refresh.push(leb);
+                        self.stats.error_retired_lebs += 1;
+                        self.refresh.push(leb);
                     }
                     if out.uncorrectable {
-                        r.stats.uncorrectable_reads += 1;
+                        self.stats.uncorrectable_reads += 1;
                         // Flashback rebuilds the chunk from the stripe,
                         // unless the stripe already lost a member.
-                        let stripe_ok = r.cfg.parity_rebuild
-                            && Self::dead_channels(&r, bank, unit, upl).count() == 0;
+                        let stripe_ok =
+                            self.cfg.parity_rebuild && self.dead_channels(bank, unit).count() == 0;
                         if stripe_ok {
-                            r.stats.parity_rebuilt_reads += 1;
-                            t = self.nand.read_unit(t, bank, n * r.dc as u64 * sector);
+                            self.stats.parity_rebuilt_reads += 1;
+                            t = nand.read_unit(t, bank, n * self.dc as u64 * sector);
                         } else {
                             unit_bad = true;
                         }
@@ -807,21 +903,21 @@ impl Vsl {
             }
             if unit_bad {
                 for lba in i..i + n {
-                    if r.parity_rebuild_off_corrupts() {
-                        let p = self.map.slot_of(lba as u32);
-                        r.tags[p as usize] = !r.tags[p as usize];
-                        r.stats.silent_corruptions += 1;
-                    } else if r.lost.insert(lba as u32) {
-                        r.lost_ever.insert(lba as u32);
+                    if !self.cfg.parity_rebuild {
+                        // A broken card (a test's) returns wrong data
+                        // instead of an error.
+                        let p = map.slot_of(lba as u32);
+                        self.tags[p as usize] = !self.tags[p as usize];
+                        self.stats.silent_corruptions += 1;
+                    } else if self.lost.insert(lba as u32) {
+                        self.lost_ever.insert(lba as u32);
                         lost_in_read += 1;
                         first_lost.get_or_insert(lba);
                     }
                 }
             }
         }
-        r.stats.read_errors += (lost_in_read > 0) as u64;
-        self.rel = Some(r);
-        self.stats.host_sectors_read += count;
+        self.stats.read_errors += (lost_in_read > 0) as u64;
         match first_lost {
             Some(lba) => Err(FtlError::Lost {
                 lba,
@@ -839,13 +935,5 @@ impl FailedDie {
     #[inline]
     fn dead_in(&self, unit: u32, upl: u32) -> bool {
         !(self.remapped[(unit / upl) as usize] || (self.adaptive && self.spared[unit as usize]))
-    }
-}
-
-impl Reliability {
-    /// With parity rebuild off (a test's broken card), an uncorrectable
-    /// read returns wrong data instead of an error.
-    fn parity_rebuild_off_corrupts(&self) -> bool {
-        !self.cfg.parity_rebuild
     }
 }

@@ -157,7 +157,7 @@ impl Vsl {
         if n == 1 {
             return Ok(());
         }
-        if self.rel.is_some() || self.obs.placements() {
+        if self.flashback.is_some() || self.obs.placements() {
             return Err(FtlError::Config(format!(
                 "placement {} needs one frontier per stream; Flashback and the power-cut model follow one",
                 placement.name()

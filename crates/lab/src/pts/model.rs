@@ -78,12 +78,6 @@ impl PtsTarget for ModelPts {
         Ok(())
     }
     fn free_space_units(&self) -> Option<f64> {
-        Some(
-            self.card
-                .members
-                .iter()
-                .map(|m| m.vsl.free_lebs() as f64)
-                .sum(),
-        )
+        Some(self.card.free_lebs() as f64)
     }
 }
