@@ -44,10 +44,14 @@ pub struct Preset {
     pub compression: bool,
     /// GC moves pass through the controller's data path (Fusion-io's
     /// "garbage collector bypass" from the read into the write pipeline):
-    /// each moved sector holds the read data path for its read transfer and
-    /// the write data path for its write transfer, in turn with the host's
-    /// reads and writes.
+    /// each moved sector holds the write data path for its read and its
+    /// write transfer, in turn with the host's writes.
     pub gc_datapath: bool,
+    /// With [`Preset::gc_datapath`]: a moved sector holds the read data
+    /// path for its read transfer and the write data path for its write
+    /// transfer (each in turn with the host's reads and writes), instead
+    /// of the write path for both. Off in every shipped preset.
+    pub gc_datapath_split: bool,
     /// Where the data-sheet figures come from.
     pub source: &'static str,
     /// The card has no external power cable and its controllers keep it
@@ -99,6 +103,9 @@ pub struct VslParams {
     pub wear_level_spread: u32,
     /// Reads overtake queued programs and erases of their bank.
     pub read_priority: bool,
+    /// A read holds its bank for tR and its own data-out, not tR only.
+    /// Off in every shipped preset.
+    pub read_holds_die: bool,
     /// Program/erase suspend for reads, with its latency (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend_ns: Option<u64>,
@@ -117,6 +124,7 @@ impl VslParams {
         buffer_units: 16,
         wear_level_spread: 64,
         read_priority: true,
+        read_holds_die: false,
         suspend_ns: None,
     };
 }

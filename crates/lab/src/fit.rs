@@ -621,3 +621,54 @@ pub fn nelder_mead(
         .collect();
     Ok((best, st.best_cost))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(name: &str, text: &str) -> Result<Vec<Figure>, String> {
+        let p = std::env::temp_dir().join(format!("lab-fit-{}-{name}", std::process::id()));
+        std::fs::write(&p, text).unwrap();
+        let r = load_figures(&p, "stock", 0.1);
+        let _ = std::fs::remove_file(&p);
+        r
+    }
+
+    #[test]
+    fn row_figures_default_their_point_and_name_a_row() {
+        let row = "[[figure]]\ntest = \"Web Server preconditioning average latency\"\nformat = \"stock\"\nstatistic = \"row\"\nvalue = 20\ntolerance = 0.07\nat_least = true\n";
+        let f = load("row.toml", row).unwrap();
+        assert_eq!((f[0].threads, f[0].qd), (16, 16));
+        assert!(f[0].is_row() && f[0].at_least);
+        assert_eq!(f[0].label(), "stock: Web Server preconditioning average latency");
+        // File Server's steady state is a row of the stock table only.
+        let fs = row.replace("Web Server preconditioning", "File Server steady-state");
+        assert!(load("fs.toml", &fs).is_ok());
+        let e = load("hp.toml", &fs.replace("\"stock\"", "\"hp\"")).unwrap_err();
+        assert!(e.contains("no `vsl validate` row") && e.contains("hp table"), "{e}");
+    }
+
+    #[test]
+    fn a_lower_bound_is_no_error_once_met() {
+        let f = Figure {
+            test: "Web Server preconditioning average latency".into(),
+            format: "stock".into(),
+            threads: 16,
+            qd: 16,
+            statistic: "row".into(),
+            value: 20.0,
+            tolerance: 0.1,
+            at_least: true,
+        };
+        assert_eq!(error(&f, 20.0), 0.0);
+        assert_eq!(error(&f, 35.0), 0.0);
+        assert!((error(&f, 18.0) + 1.0).abs() < 1e-12);
+        let two_sided = Figure {
+            at_least: false,
+            ..f.clone()
+        };
+        assert!((error(&two_sided, 22.0) - 1.0).abs() < 1e-12);
+        let c = cost(&[f, two_sided], &[35.0, 22.0], &[true, true]);
+        assert!((c - 1.0).abs() < 1e-12);
+    }
+}
