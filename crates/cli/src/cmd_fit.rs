@@ -380,8 +380,8 @@ pub fn fit(a: FitArgs) -> Result<()> {
     let loo_searches = if a.loo { figures.len() as u64 } else { 0 };
     // Nelder-Mead evaluates about n + 1 points to start and 1-2 per
     // iteration (n more on a shrink): an estimate for the bar and ETA.
-    let estimate = (n + 1 + 2 * a.max_iters)
-        + loo_searches * (n + 1 + 2 * a.loo_iters.unwrap_or(a.max_iters));
+    let estimate =
+        (n + 1 + 2 * a.max_iters) + loo_searches * (n + 1 + 2 * a.loo_iters.unwrap_or(a.max_iters));
     let bar = if a.quiet {
         ProgressBar::hidden()
     } else {

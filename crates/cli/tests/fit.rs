@@ -262,13 +262,24 @@ fn fit_leave_one_out_and_full_card_confirmation() {
     let report = dir.join("report.json");
     let args = fit_args(
         &dir,
-        &["--max-iters", "12", "--loo", "--loo-iters", "6", "--confirm", "0.02"],
+        &[
+            "--max-iters",
+            "12",
+            "--loo",
+            "--loo-iters",
+            "6",
+            "--confirm",
+            "0.02",
+        ],
     );
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, out, err) = vsl(&args);
     assert_eq!(code, 0, "{err}");
     println!("{out}");
-    assert!(out.contains("leave-one-out") && out.contains("confirmation"), "{out}");
+    assert!(
+        out.contains("leave-one-out") && out.contains("confirmation"),
+        "{out}"
+    );
     let rep: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let figs = rep["figures"].as_array().unwrap();
@@ -282,8 +293,14 @@ fn fit_leave_one_out_and_full_card_confirmation() {
         let confirmed = f["confirmed"].as_f64().unwrap();
         // The report's percentages are what the values say.
         let pct = |v: f64| (v / measured - 1.0) * 100.0;
-        assert!((f["loo_error_pct"].as_f64().unwrap() - pct(loo)).abs() < 1e-6, "{f}");
-        assert!((f["confirmed_error_pct"].as_f64().unwrap() - pct(confirmed)).abs() < 1e-6, "{f}");
+        assert!(
+            (f["loo_error_pct"].as_f64().unwrap() - pct(loo)).abs() < 1e-6,
+            "{f}"
+        );
+        assert!(
+            (f["confirmed_error_pct"].as_f64().unwrap() - pct(confirmed)).abs() < 1e-6,
+            "{f}"
+        );
         // Left out, the figure is still predicted (one parameter sets both).
         assert!(pct(loo).abs() < 5.0, "leave-one-out prediction off: {f}");
         // A card twice the size gives the same figure (scale invariance of

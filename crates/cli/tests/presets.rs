@@ -65,7 +65,10 @@ fn a_copied_preset_file_runs_byte_identically() {
     assert_ne!(changed, text);
     std::fs::write(&file, changed).unwrap();
     let c = run_json(file.to_str().unwrap(), &dir, "changed");
-    assert!(a != c, "gc_share 0.2 gave the same bytes as the built-in share");
+    assert!(
+        a != c,
+        "gc_share 0.2 gave the same bytes as the built-in share"
+    );
 }
 
 #[test]

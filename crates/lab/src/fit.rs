@@ -640,12 +640,18 @@ mod tests {
         let f = load("row.toml", row).unwrap();
         assert_eq!((f[0].threads, f[0].qd), (16, 16));
         assert!(f[0].is_row() && f[0].at_least);
-        assert_eq!(f[0].label(), "stock: Web Server preconditioning average latency");
+        assert_eq!(
+            f[0].label(),
+            "stock: Web Server preconditioning average latency"
+        );
         // File Server's steady state is a row of the stock table only.
         let fs = row.replace("Web Server preconditioning", "File Server steady-state");
         assert!(load("fs.toml", &fs).is_ok());
         let e = load("hp.toml", &fs.replace("\"stock\"", "\"hp\"")).unwrap_err();
-        assert!(e.contains("no `vsl validate` row") && e.contains("hp table"), "{e}");
+        assert!(
+            e.contains("no `vsl validate` row") && e.contains("hp table"),
+            "{e}"
+        );
     }
 
     #[test]
