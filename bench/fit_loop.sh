@@ -15,8 +15,9 @@ export OPENVSL_RUN_DIR=$W/run OPENVSL_STATE_DIR=$W/state
 trap '$VSL detach --all >/dev/null 2>&1 || true' EXIT
 echo "# $(date -u +%FT%TZ) scale $SCALE op $OP; load: $(uptime)"
 $VSL devices --show iodrive-duo-640-mlc |
-  sed -e 's/reserved_fraction = 0.12/reserved_fraction = 0.18/' \
-      -e 's/gc_share = 0.5/gc_share = 0.35/' >"$W/hidden.toml"
+  sed -e 's/^reserved_fraction = .*/reserved_fraction = 0.18/' \
+      -e 's/^gc_share = .*/gc_share = 0.35/' >"$W/hidden.toml"
+grep -q '^reserved_fraction = 0.18$' "$W/hidden.toml"
 cat >"$W/plan.toml" <<PLAN
 profiles = ["4k-randwrite", "8k-7030"]
 matrix_threads = [16]

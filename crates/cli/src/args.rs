@@ -415,6 +415,10 @@ pub struct ValidateArgs {
     /// fitted to it.
     #[arg(long, default_value = "iodrive-duo-640-mlc")]
     pub device: String,
+    /// Only the rows whose name contains this text (e.g. "8K 70/30"), and
+    /// the tests they need: a quicker look at a few rows.
+    #[arg(long, value_name = "TEXT")]
+    pub rows: Option<String>,
 }
 
 #[derive(Args, Debug)]

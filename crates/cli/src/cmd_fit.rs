@@ -71,6 +71,16 @@ pub struct FitArgs {
     /// (leave-one-out; one more search per figure).
     #[arg(long)]
     pub loo: bool,
+    /// Nelder-Mead iterations of each leave-one-out refit (default:
+    /// --max-iters); each starts at the fitted point.
+    #[arg(long)]
+    pub loo_iters: Option<u64>,
+    /// After the search, evaluate the fitted preset once more on a card
+    /// scaled by this (1: the full card) and report those figures too: the
+    /// search runs on scaled cards, the confirmation says what the full
+    /// card does.
+    #[arg(long, value_name = "SCALE")]
+    pub confirm: Option<String>,
     /// A review results.json input: the format the device was measured at.
     #[arg(long, default_value = "stock")]
     pub review_format: String,
@@ -104,6 +114,11 @@ struct FigureReport {
     loo_predicted: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     loo_error_pct: Option<f64>,
+    /// `--confirm SCALE`: the fitted preset's value on that card.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confirmed: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confirmed_error_pct: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -130,6 +145,15 @@ struct Report<'a> {
     parameters: Vec<ParamReport>,
     /// `--predict FORMAT`: the fitted preset's value of every figure's test there.
     predictions: Vec<Prediction>,
+    /// Wall time of the search and of the leave-one-out refits, seconds.
+    search_s: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    loo_s: Option<f64>,
+    /// `--confirm SCALE` and its wall time, seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confirm_scale: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confirm_s: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -217,6 +241,16 @@ impl Evaluator<'_> {
         m
     }
 
+    /// True when figure `j` was `value` at every point evaluated so far
+    /// (more than one).
+    fn constant(&self, j: usize, value: f64) -> bool {
+        let points: Vec<&Vec<f64>> = self.cache.values().flatten().collect();
+        points.len() > 1
+            && points
+                .iter()
+                .all(|m| (m[j] - value).abs() <= 1e-9 * value.abs().max(1e-12))
+    }
+
     fn cost(&mut self, x: &[f64], use_fig: &[bool]) -> f64 {
         match self.model(x) {
             Some(m) => fit::cost(self.figures, &m, use_fig),
@@ -276,6 +310,16 @@ pub fn fit(a: FitArgs) -> Result<()> {
         .ok()
         .filter(|v: &f64| *v > 0.0 && *v <= 1.0)
         .ok_or_else(|| anyhow!("--scale: '{}' must be a number in (0, 1]", a.scale))?;
+    let confirm_scale = a
+        .confirm
+        .as_ref()
+        .map(|c| {
+            c.parse::<f64>()
+                .ok()
+                .filter(|v| *v > 0.0 && *v <= 1.0)
+                .ok_or_else(|| anyhow!("--confirm: '{c}' must be a number in (0, 1]"))
+        })
+        .transpose()?;
     if !(a.step > 0.0 && a.step <= 0.5) {
         bail!("--step: {} must be in (0, 0.5]", a.step);
     }
@@ -333,10 +377,11 @@ pub fn fit(a: FitArgs) -> Result<()> {
     }
 
     let n = free.len() as u64;
-    let searches = 1 + if a.loo { figures.len() as u64 } else { 0 };
+    let loo_searches = if a.loo { figures.len() as u64 } else { 0 };
     // Nelder-Mead evaluates about n + 1 points to start and 1-2 per
     // iteration (n more on a shrink): an estimate for the bar and ETA.
-    let estimate = searches * (n + 1 + 2 * a.max_iters);
+    let estimate =
+        (n + 1 + 2 * a.max_iters) + loo_searches * (n + 1 + 2 * a.loo_iters.unwrap_or(a.max_iters));
     let bar = if a.quiet {
         ProgressBar::hidden()
     } else {
@@ -366,6 +411,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
         bar: bar.clone(),
         evaluated: 0,
     };
+    let started = std::time::Instant::now();
     let all = vec![true; figures.len()];
     let x0: Vec<f64> = free.iter().map(|d| fit::normalise(d, base)).collect();
     let cost_before = ev.cost(&x0, &all);
@@ -382,13 +428,22 @@ pub fn fit(a: FitArgs) -> Result<()> {
         .model(&best)
         .ok_or_else(|| anyhow!("the best point's card failed to build"))?;
 
+    let search_s = started.elapsed().as_secs_f64();
     let mut loo = vec![None; figures.len()];
     if a.loo {
         for j in 0..figures.len() {
+            // A figure the free parameters never moved (the same value at
+            // every point evaluated so far) changes the objective by a
+            // constant: the search without it is the search with it.
+            if ev.constant(j, fitted_model[j]) {
+                loo[j] = Some(fitted_model[j]);
+                continue;
+            }
             bar.set_message(format!("leave-one-out {}/{}", j + 1, figures.len()));
             let mut use_fig = all.clone();
             use_fig[j] = false;
-            let (bj, _) = fit::nelder_mead(&best, a.step / 2.0, a.seed, a.max_iters, &mut |x| {
+            let iters = a.loo_iters.unwrap_or(a.max_iters);
+            let (bj, _) = fit::nelder_mead(&best, a.step / 2.0, a.seed, iters, &mut |x| {
                 ev.cost(x, &use_fig)
             })
             .map_err(|e| anyhow!("leave-one-out search: {e}"))?;
@@ -429,10 +484,12 @@ pub fn fit(a: FitArgs) -> Result<()> {
             measured: f.value,
             tolerance: f.tolerance,
             fitted: m,
-            error_pct: (m / f.value - 1.0) * 100.0,
-            within_tolerance: (m / f.value - 1.0).abs() <= f.tolerance,
+            error_pct: fit::error(f, m) * f.tolerance * 100.0,
+            within_tolerance: fit::error(f, m).abs() <= 1.0,
             loo_predicted: *l,
-            loo_error_pct: l.map(|l| (l / f.value - 1.0) * 100.0),
+            loo_error_pct: l.map(|l| fit::error(f, l) * f.tolerance * 100.0),
+            confirmed: None,
+            confirmed_error_pct: None,
         })
         .collect();
     let params: Vec<ParamReport> = free
@@ -467,11 +524,34 @@ pub fn fit(a: FitArgs) -> Result<()> {
         figures: figs,
         parameters: params,
         predictions: Vec::new(),
+        search_s: 0.0,
+        loo_s: None,
+        confirm_scale: None,
+        confirm_s: None,
     };
     let mut report = report;
+    report.search_s = search_s;
+    report.loo_s = a.loo.then(|| started.elapsed().as_secs_f64() - search_s);
+    if let Some(c) = confirm_scale {
+        let confirm_started = std::time::Instant::now();
+        let leaked: &'static Preset = Box::leak(Box::new(fitted.clone()));
+        let full = FitRun {
+            scale: c,
+            ..run.clone()
+        };
+        let m = fit::evaluate(leaked, &figures, &full).map_err(|e| anyhow!("--confirm: {e}"))?;
+        for ((r, f), v) in report.figures.iter_mut().zip(&figures).zip(m) {
+            r.confirmed = Some(v);
+            r.confirmed_error_pct = Some(fit::error(f, v) * f.tolerance * 100.0);
+        }
+        report.confirm_scale = Some(c);
+        report.confirm_s = Some(confirm_started.elapsed().as_secs_f64());
+    }
     if let Some(fmt) = &a.predict {
+        // A `vsl validate` row is measured at its own table's format.
         let preds: Vec<Figure> = figures
             .iter()
+            .filter(|f| !f.is_row())
             .map(|f| Figure {
                 format: fmt.clone(),
                 ..f.clone()
@@ -536,23 +616,41 @@ fn print_report(r: &Report, resumed: usize, evaluated: usize) {
         r.cost_before,
         r.cost
     );
+    let confirmed = r
+        .confirm_scale
+        .map(|c| format!("scale {c}"))
+        .unwrap_or_default();
     println!(
-        "\n{:<44} {:>12} {:>12} {:>8} {:>6} {:>12}",
-        "figure", "measured", "fitted", "error", "tol", "LOO error"
+        "\n{:<60} {:>12} {:>12} {:>8} {:>6} {:>10} {:>12}",
+        "figure", "measured", "fitted", "error", "tol", "LOO error", confirmed
     );
+    let pct = |e: Option<f64>| e.map(|e| format!("{e:.1}%")).unwrap_or_else(|| "-".into());
     for f in &r.figures {
         println!(
-            "{:<44} {:>12.1} {:>12.1} {:>7.1}% {:>5.0}% {:>12}",
+            "{:<60} {:>12.1} {:>12.1} {:>7.1}% {:>5.0}% {:>10} {:>12}",
             f.figure,
             f.measured,
             f.fitted,
             f.error_pct,
             f.tolerance * 100.0,
-            f.loo_error_pct
-                .map(|e| format!("{e:.1}%"))
-                .unwrap_or_else(|| "-".into())
+            pct(f.loo_error_pct),
+            if r.confirm_scale.is_some() {
+                pct(f.confirmed_error_pct)
+            } else {
+                String::new()
+            }
         );
     }
+    println!(
+        "search {:.0} s{}{}",
+        r.search_s,
+        r.loo_s
+            .map(|l| format!(", leave-one-out {l:.0} s"))
+            .unwrap_or_default(),
+        r.confirm_s
+            .map(|c| format!(", confirmation {c:.0} s"))
+            .unwrap_or_default()
+    );
     println!(
         "\n{:<24} {:>12} {:>12} {:>12} {:>12}  bound",
         "parameter", "low", "high", "base", "fitted"

@@ -1,5 +1,5 @@
 use crate::args::ValidateArgs;
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use lab::validate::{validate as run_table, validate_hp, Preconditioned, Row, ValidateOptions};
 use workload::units::parse_duration_ns;
 
@@ -21,6 +21,24 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
         round_ns: ((600e9 * scale) as u64).max(10_000_000_000),
         max_precondition_ns: ((6.0 * 3600e9 * scale) as u64).max(600_000_000_000),
         seed: a.seed,
+        only: None,
+    };
+    let o = match &a.rows {
+        None => o,
+        Some(text) => {
+            let only: Vec<(String, String)> = lab::validate::MEASURED
+                .iter()
+                .filter(|m| m.test.contains(text.as_str()))
+                .map(|m| (m.format.to_string(), m.test.to_string()))
+                .collect();
+            if only.is_empty() {
+                bail!("--rows: no row's name contains '{text}'");
+            }
+            ValidateOptions {
+                only: Some(only),
+                ..o
+            }
+        }
     };
     let wall = std::time::Instant::now();
     if let Some(list) = &a.datasheet {

@@ -5,7 +5,7 @@
 //! same loop on an attached card is `fit_loop.rs` and `bench/fit_loop.sh`.
 
 mod common;
-use common::{assert_one_line_error, vsl};
+use common::{assert_one_line_error, set_field, vsl};
 use std::path::{Path, PathBuf};
 
 fn tmp(name: &str) -> PathBuf {
@@ -39,6 +39,9 @@ fn fit_bad_input_is_one_line_and_writes_nothing() {
         (write("bad.csv", "test,format,threads,qd,statistic,value,tolerance\n4k-randwrite,stock,16,16,iops,42644,0\n"), "tolerance = 0 must be > 0"),
         (write("short.csv", "test,format,threads,qd,statistic,value,tolerance\n4k-randwrite,stock,16\n"), "3 columns, expected 7"),
         (write("empty.txt", ""), "expected a .toml or .csv"),
+        (write("row.toml", ROW), "no `vsl validate` row '4K nothing'"),
+        (write("rowtol.toml", &ROW.replace("4K nothing", "4K steady-state write 16T/16Q").replace("0.05", "0")), "tolerance = 0 must be > 0"),
+        (write("rowfmt.toml", &ROW.replace("4K nothing", "4K steady-state write 16T/16Q").replace("\"stock\"", "\"op=20\"")), "no `vsl validate` row '4K steady-state write 16T/16Q' in the op=20 table"),
     ];
     for (file, needle) in &cases {
         assert_one_line_error(&["fit", file, "--out", o, "-q"], needle);
@@ -66,8 +69,23 @@ fn fit_bad_input_is_one_line_and_writes_nothing() {
         "/nonexistent/p.toml",
     );
     assert_one_line_error(&["fit", &good, "--out", o, "--scale", "2", "-q"], "--scale");
+    for bad in ["2", "0", "full"] {
+        assert_one_line_error(
+            &["fit", &good, "--out", o, "--confirm", bad, "-q"],
+            &format!("--confirm: '{bad}' must be a number in (0, 1]"),
+        );
+    }
     assert!(!out.exists());
+    assert!(!Path::new(&format!("{o}.checkpoint.jsonl")).exists());
+    // `vsl validate --rows` that names no row.
+    assert_one_line_error(
+        &["validate", "--rows", "5K nothing", "--scale", "0.01"],
+        "--rows: no row's name contains '5K nothing'",
+    );
 }
+
+/// A `vsl validate` row figure (statistic `row`) naming no row.
+const ROW: &str = "[[figure]]\ntest = \"4K nothing\"\nformat = \"stock\"\nstatistic = \"row\"\nvalue = 42644\ntolerance = 0.05\n";
 
 const SCALE: &str = "0.01";
 
@@ -109,24 +127,26 @@ fn iops(r: &serde_json::Value) -> f64 {
         .unwrap()
 }
 
-#[test]
-fn fit_recovers_a_hidden_reserve_and_predicts_another_format() {
-    let dir = tmp("loop");
-    // The hidden card: the 640 MLC with 18 % reserved instead of 10 %.
+/// The hidden card (the 640 MLC with 18 % reserved instead of 10 %) as a
+/// preset file in `dir`, and its review at stock (`dir/measured`).
+fn hidden_card_review(dir: &Path) -> (String, serde_json::Value) {
     let (_, text, _) = vsl(&["devices", "--show", "iodrive-duo-640-mlc"]);
-    let hidden_text = text.replace("reserved_fraction = 0.1\n", "reserved_fraction = 0.18\n");
+    let hidden_text = set_field(&text, "reserved_fraction", "0.18");
     assert_ne!(hidden_text, text);
     let hidden = dir.join("hidden.toml");
     std::fs::write(&hidden, hidden_text).unwrap();
-    let h = hidden.to_str().unwrap();
-    let measured = review(&dir, &format!("{h}:stock"), "measured");
-    let results = dir.join("measured/lab_results.json");
+    let h = hidden.to_str().unwrap().to_string();
+    let measured = review(dir, &format!("{h}:stock"), "measured");
+    (h, measured)
+}
 
-    let fitted = dir.join("fitted.toml");
-    let report = dir.join("report.json");
-    let args = [
+/// `vsl fit` of that review's figures (the reserve free, on the base
+/// preset, writing `dir/fitted.toml` and `dir/report.json`), then `extra`.
+fn fit_args(dir: &Path, extra: &[&str]) -> Vec<String> {
+    let p = |f: &str| dir.join(f).to_str().unwrap().to_string();
+    let mut a: Vec<String> = [
         "fit",
-        results.to_str().unwrap(),
+        &p("measured/lab_results.json"),
         "--device",
         "iodrive-duo-640-mlc",
         "--free",
@@ -137,13 +157,27 @@ fn fit_recovers_a_hidden_reserve_and_predicts_another_format() {
         "20s",
         "--review-tolerance",
         "0.02",
-        "--max-iters",
-        "15",
         "--out",
-        fitted.to_str().unwrap(),
+        &p("fitted.toml"),
         "--json",
-        report.to_str().unwrap(),
-    ];
+        &p("report.json"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+#[test]
+fn fit_recovers_a_hidden_reserve_and_predicts_another_format() {
+    let dir = tmp("loop");
+    let (hidden, measured) = hidden_card_review(&dir);
+    let h = hidden.as_str();
+    let fitted = dir.join("fitted.toml");
+    let report = dir.join("report.json");
+    let args = fit_args(&dir, &["--max-iters", "15"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, out, err) = vsl(&args);
     assert_eq!(code, 0, "{err}");
     println!("{out}");
@@ -216,4 +250,64 @@ fn fit_recovers_a_hidden_reserve_and_predicts_another_format() {
     let (code, show, _) = vsl(&["devices", "--show", f]);
     assert_eq!(code, 0);
     assert!(show.contains("calibrated: vsl fit"), "{show}");
+}
+
+#[test]
+fn fit_leave_one_out_and_full_card_confirmation() {
+    // The hidden card of the test above; its review gives two figures (the
+    // 4K random write's IOPS and mean latency) that both follow the
+    // reserve: each is predicted by a fit of the other alone.
+    let dir = tmp("loo");
+    hidden_card_review(&dir);
+    let report = dir.join("report.json");
+    let args = fit_args(
+        &dir,
+        &[
+            "--max-iters",
+            "12",
+            "--loo",
+            "--loo-iters",
+            "6",
+            "--confirm",
+            "0.02",
+        ],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = vsl(&args);
+    assert_eq!(code, 0, "{err}");
+    println!("{out}");
+    assert!(
+        out.contains("leave-one-out") && out.contains("confirmation"),
+        "{out}"
+    );
+    let rep: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let figs = rep["figures"].as_array().unwrap();
+    assert_eq!(figs.len(), 2, "{rep}");
+    assert_eq!(rep["confirm_scale"].as_f64(), Some(0.02));
+    assert!(rep["loo_s"].as_f64().unwrap() > 0.0 && rep["confirm_s"].as_f64().unwrap() > 0.0);
+    for f in figs {
+        let measured = f["measured"].as_f64().unwrap();
+        let fitted = f["fitted"].as_f64().unwrap();
+        let loo = f["loo_predicted"].as_f64().unwrap();
+        let confirmed = f["confirmed"].as_f64().unwrap();
+        // The report's percentages are what the values say.
+        let pct = |v: f64| (v / measured - 1.0) * 100.0;
+        assert!(
+            (f["loo_error_pct"].as_f64().unwrap() - pct(loo)).abs() < 1e-6,
+            "{f}"
+        );
+        assert!(
+            (f["confirmed_error_pct"].as_f64().unwrap() - pct(confirmed)).abs() < 1e-6,
+            "{f}"
+        );
+        // Left out, the figure is still predicted (one parameter sets both).
+        assert!(pct(loo).abs() < 5.0, "leave-one-out prediction off: {f}");
+        // A card twice the size gives the same figure (scale invariance of
+        // throughput and mean latency, within 5 %: docs/MODEL.md, Scaling).
+        assert!(
+            (confirmed / fitted - 1.0).abs() < 0.05,
+            "scale 0.02 gave {confirmed}, scale {SCALE} {fitted}: {f}"
+        );
+    }
 }

@@ -8,7 +8,7 @@
 //! `bench/fit_loop.sh`.
 
 mod common;
-use common::{skip, Rig};
+use common::{set_field, skip, Rig};
 use std::path::Path;
 
 const SCALE: &str = "0.01";
@@ -56,11 +56,7 @@ fn black_box_loop_on_an_attached_card() {
     let dir = &rig.root;
     let (_, text, _) = common::vsl(&["devices", "--show", "iodrive-duo-640-mlc"]);
     let hidden = dir.join("hidden.toml");
-    std::fs::write(
-        &hidden,
-        text.replace("reserved_fraction = 0.1\n", "reserved_fraction = 0.18\n"),
-    )
-    .unwrap();
+    std::fs::write(&hidden, set_field(&text, "reserved_fraction", "0.18")).unwrap();
     let plan = dir.join("plan.toml");
     std::fs::write(
         &plan,

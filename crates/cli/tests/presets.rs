@@ -4,7 +4,7 @@
 //! field is one line naming the file and the field.
 
 mod common;
-use common::{assert_one_line_error, vsl};
+use common::{assert_one_line_error, set_field, vsl};
 use std::path::PathBuf;
 
 fn tmp(name: &str) -> PathBuf {
@@ -61,11 +61,14 @@ fn a_copied_preset_file_runs_byte_identically() {
     let b = run_json(file.to_str().unwrap(), &dir, "file");
     assert!(a == b, "a file copy of the preset gave other results");
     // A changed parameter changes the result (the file is really read).
-    let changed = text.replace("gc_share = 0.5", "gc_share = 0.2");
+    let changed = set_field(&text, "gc_share", "0.2");
     assert_ne!(changed, text);
     std::fs::write(&file, changed).unwrap();
     let c = run_json(file.to_str().unwrap(), &dir, "changed");
-    assert!(a != c, "gc_share 0.2 gave the same bytes as 0.5");
+    assert!(
+        a != c,
+        "gc_share 0.2 gave the same bytes as the built-in share"
+    );
 }
 
 #[test]
@@ -97,14 +100,15 @@ fn bad_preset_files_are_one_line_naming_the_field() {
     let dir = tmp("bad");
     let (_, text, _) = vsl(&["devices", "--show", "iodrive-duo-640-mlc"]);
     let cases: &[(&str, &str, &str)] = &[
+        // The rest of the line (today's value) becomes a comment.
         (
-            "gc_share = 0.5",
-            "gc_share = 1.7",
+            "\ngc_share = ",
+            "\ngc_share = 1.7 # ",
             "vsl.gc_share = 1.7 is out of range 0.01..=1",
         ),
         (
-            "reserved_fraction = 0.1\n",
-            "reserved_fraction = -0.1\n",
+            "\nreserved_fraction = ",
+            "\nreserved_fraction = -0.1 # ",
             "vsl.reserved_fraction = -0.1 is out of range",
         ),
         (

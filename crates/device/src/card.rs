@@ -158,6 +158,8 @@ pub struct CardConfig {
     /// Program/erase suspend for reads (None: off; the presets' NAND of
     /// 2008-2012 has none, see docs/MODEL.md).
     pub suspend_ns: Option<u64>,
+    /// A read holds its bank for its data-out too (`vsl.read_holds_die`).
+    pub read_holds_die: bool,
     /// Bytes the data keeps after compression (1.0: incompressible, as
     /// fio's default random buffers). Only a compressing controller
     /// (SandForce) gains from it.
@@ -187,6 +189,7 @@ impl CardConfig {
             gc_mode: GcMode::Paced,
             read_priority: preset.vsl.read_priority,
             suspend_ns: preset.vsl.suspend_ns,
+            read_holds_die: preset.vsl.read_holds_die,
             data_compressibility: 1.0,
             track_sequence: false,
             environment: Environment::default(),
@@ -278,10 +281,13 @@ impl CardConfig {
             gc_background_lebs: v.gc_background_lebs * k,
             gc_stall_lebs: k,
             gc_share: v.gc_share,
+            gc_runway_lebs: v.gc_runway_lebs * k,
+            gc_catchup_lebs: v.catchup_lebs * k,
             gc_idle_fraction: v.idle_groom_fraction,
             read_policy: ReadPolicy {
                 priority: self.read_priority,
                 suspend_ns: self.suspend_ns,
+                hold_die: self.read_holds_die,
             },
             erase_batch,
             buffer_bytes: v.buffer_units * geometry.write_unit_bytes(),
@@ -410,9 +416,13 @@ pub struct Member {
     link_bps: u64,
     host_read_ns: u64,
     host_write_ns: u64,
-    /// GC moves hold the write data path ([`Preset::gc_datapath`]): the
-    /// time one moved sector holds it (read plus write transfer), 0 if not.
+    /// GC moves hold the data paths ([`Preset::gc_datapath`]): the time
+    /// one moved sector holds the write path and (with
+    /// [`Preset::gc_datapath_split`]) the read path, 0 if not.
     move_ns: u64,
+    move_read_ns: u64,
+    /// Moves made by a host read (catch-up grooming) are charged ahead of it.
+    charge_read_moves: bool,
 }
 
 impl Member {
@@ -425,12 +435,20 @@ impl Member {
     ) -> Result<Member, DeviceError> {
         let (cmd_read_ns, cmd_write_ns) = preset.command_ns();
         let (read_bps, write_bps) = preset.datapath_bytes_per_s();
-        let move_ns = if preset.gc_datapath {
-            let sector = cfg.sector_bytes as u64;
-            (Nanos::for_bytes(sector, read_bps) + Nanos::for_bytes(sector, write_bps)).0
-        } else {
-            0
+        // The garbage collector bypass: a moved sector comes up the read
+        // pipeline and goes down the write pipeline; split, each holds its
+        // path for its own transfer, else the write path holds both.
+        let sector = cfg.sector_bytes as u64;
+        let (read_xfer, write_xfer) = (
+            Nanos::for_bytes(sector, read_bps).0,
+            Nanos::for_bytes(sector, write_bps).0,
+        );
+        let (move_ns, move_read_ns) = match (preset.gc_datapath, preset.gc_datapath_split) {
+            (false, _) => (0, 0),
+            (true, false) => (read_xfer + write_xfer, 0),
+            (true, true) => (write_xfer, read_xfer),
         };
+        let charge_read_moves = cfg.gc_catchup_lebs > 0;
         let health = Health::new(&cfg, env, preset, id, write_bps);
         let mut m = Member {
             health,
@@ -446,6 +464,8 @@ impl Member {
             host_read_ns: preset.host_read_ns,
             host_write_ns: preset.host_write_ns,
             move_ns,
+            move_read_ns,
+            charge_read_moves,
         };
         m.equip(rel)?;
         Ok(m)
@@ -456,7 +476,9 @@ impl Member {
     /// data path's cost of a GC move and (if it applies to this member)
     /// Flashback's reliability model.
     fn equip(&mut self, rel: &ReliabilityOptions) -> Result<(), DeviceError> {
-        self.vsl.set_move_cost(Nanos(self.move_ns));
+        // Idle grooming is paced by the busier of the two paths.
+        self.vsl
+            .set_move_cost(Nanos(self.move_ns.max(self.move_read_ns)));
         let id = self.id;
         if rel.applies_to(id) {
             let cycles = self.vsl.config().timing.endurance_cycles;
@@ -476,16 +498,19 @@ impl Member {
     }
 
     /// Charges the GC moves made since the FTL had moved `moved0` sectors
-    /// (`idle0` of them by idle grooming) to the write data path at `t0`,
-    /// ahead of the host write that paced them. Idle grooming's moves were
-    /// made in the host's pause, paced at the data path's rate, while the
-    /// path had nothing else to do: they are not charged again.
+    /// (`idle0` of them by idle grooming) to the data paths at `t0`, ahead
+    /// of the host I/O that paced or waited for them. Idle grooming's moves
+    /// were made in the host's pause, paced at the data path's rate, while
+    /// the path had nothing else to do: they are not charged again.
     #[inline]
     fn charge_moves(&mut self, t0: Nanos, moved0: u64, idle0: u64) {
         let idle = self.vsl.gc_idle_moves() - idle0;
         let moved = (self.vsl.gc_sectors_moved() - moved0).saturating_sub(idle);
         if moved > 0 && self.move_ns > 0 {
             self.ctrl_write.reserve(t0, Nanos(moved * self.move_ns));
+        }
+        if moved > 0 && self.move_read_ns > 0 {
+            self.ctrl_read.reserve(t0, Nanos(moved * self.move_read_ns));
         }
     }
 
@@ -562,10 +587,15 @@ impl Member {
         match kind {
             IoKind::Read => {
                 let t0 = now + Nanos(self.host_read_ns);
+                let (moved0, idle0) = (self.vsl.gc_sectors_moved(), self.vsl.gc_idle_moves());
+                let media_done = self.vsl.read(t0, lba, sectors)?;
+                if self.charge_read_moves {
+                    // Grooming the read set off (catch-up) goes first.
+                    self.charge_moves(t0, moved0, idle0);
+                }
                 let (_, ctrl_done) = self
                     .ctrl_read
                     .reserve(t0, Self::pipeline(self.cmd_read_ns, bytes, self.read_bps));
-                let media_done = self.vsl.read(t0, lba, sectors)?;
                 Ok(ctrl_done.max(media_done + Nanos::for_bytes(bytes, self.link_bps)))
             }
             IoKind::Write => {

@@ -47,6 +47,11 @@ pub struct Preset {
     /// each moved sector holds the write data path for its read and its
     /// write transfer, in turn with the host's writes.
     pub gc_datapath: bool,
+    /// With [`Preset::gc_datapath`]: a moved sector holds the read data
+    /// path for its read transfer and the write data path for its write
+    /// transfer (each in turn with the host's reads and writes), instead
+    /// of the write path for both. Off in every shipped preset.
+    pub gc_datapath_split: bool,
     /// Where the data-sheet figures come from.
     pub source: &'static str,
     /// The card has no external power cable and its controllers keep it
@@ -82,6 +87,13 @@ pub struct VslParams {
     pub gc_background_lebs: u32,
     /// Share of the array's move capacity the paced groomer may use.
     pub gc_share: f64,
+    /// Erase units a foreground stall reclaims beyond the low watermark
+    /// before host writes resume (the groomer's runway).
+    pub gc_runway_lebs: u32,
+    /// After host writes stop at the wall, the groomer collects in the
+    /// foreground until this many erase units above the low watermark are
+    /// free; host I/O waits behind it. 0 = off.
+    pub catchup_lebs: u32,
     /// Idle grooming: the share of the spare erase units (above the high
     /// watermark) the groomer frees while the host is idle; 0 = off.
     pub idle_groom_fraction: f64,
@@ -91,6 +103,9 @@ pub struct VslParams {
     pub wear_level_spread: u32,
     /// Reads overtake queued programs and erases of their bank.
     pub read_priority: bool,
+    /// A read holds its bank for tR and its own data-out, not tR only.
+    /// Off in every shipped preset.
+    pub read_holds_die: bool,
     /// Program/erase suspend for reads, with its latency (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend_ns: Option<u64>,
@@ -103,10 +118,13 @@ impl VslParams {
         gc_reserve_lebs: 2,
         gc_background_lebs: 4,
         gc_share: 0.5,
+        gc_runway_lebs: 0,
+        catchup_lebs: 0,
         idle_groom_fraction: 0.0,
         buffer_units: 16,
         wear_level_spread: 64,
         read_priority: true,
+        read_holds_die: false,
         suspend_ns: None,
     };
 }

@@ -162,6 +162,9 @@ pub struct ControllerFile {
     pub compression: bool,
     /// GC moves pass through the controller's data path.
     pub gc_datapath: bool,
+    /// A move holds each data path for its own transfer (not the write
+    /// path for both).
+    pub gc_datapath_split: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -241,16 +244,20 @@ pub const SOURCED_FIELDS: &[&str] = &[
     "controller.host_ftl",
     "controller.compression",
     "controller.gc_datapath",
+    "controller.gc_datapath_split",
     "host.read_ns",
     "host.write_ns",
     "vsl.reserved_fraction",
     "vsl.gc_reserve_lebs",
     "vsl.gc_background_lebs",
     "vsl.gc_share",
+    "vsl.gc_runway_lebs",
+    "vsl.catchup_lebs",
     "vsl.idle_groom_fraction",
     "vsl.buffer_units",
     "vsl.wear_level_spread",
     "vsl.read_priority",
+    "vsl.read_holds_die",
     "vsl.suspend_ns",
     "power.slot_powered",
     "power.cooling_share",
@@ -332,6 +339,11 @@ impl PresetFile {
             10_000_000,
             100_000_000_000,
         )?;
+        if self.controller.gc_datapath_split && !self.controller.gc_datapath {
+            return Err(format!(
+                "{origin}: controller.gc_datapath_split = true needs controller.gc_datapath = true"
+            ));
+        }
         c.int("host.read_ns", self.host.read_ns, 0, 10_000_000)?;
         c.int("host.write_ns", self.host.write_ns, 0, 10_000_000)?;
         self.vsl.check(origin)?;
@@ -417,6 +429,7 @@ impl PresetFile {
             host_ftl: self.controller.host_ftl,
             compression: self.controller.compression,
             gc_datapath: self.controller.gc_datapath,
+            gc_datapath_split: self.controller.gc_datapath_split,
             source: leak(self.source),
             slot_powered: self.power.slot_powered,
             cooling_share: self.power.cooling_share,
@@ -464,6 +477,7 @@ impl PresetFile {
                 host_ftl: p.host_ftl,
                 compression: p.compression,
                 gc_datapath: p.gc_datapath,
+                gc_datapath_split: p.gc_datapath_split,
             },
             host: HostFile {
                 read_ns: p.host_read_ns,
@@ -494,6 +508,8 @@ impl VslParams {
             256,
         )?;
         c.float("vsl.gc_share", self.gc_share, 0.01, 1.0)?;
+        c.int("vsl.gc_runway_lebs", self.gc_runway_lebs as u64, 0, 64)?;
+        c.int("vsl.catchup_lebs", self.catchup_lebs as u64, 0, 64)?;
         c.float(
             "vsl.idle_groom_fraction",
             self.idle_groom_fraction,

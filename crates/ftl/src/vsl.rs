@@ -106,6 +106,15 @@ pub struct FtlConfig {
     /// time to read and reprogram a sector) the groomer may use in the
     /// background.
     pub gc_share: f64,
+    /// Erase units a foreground stall reclaims beyond the low watermark
+    /// before host writes resume (0: a stall ends at the low watermark).
+    pub gc_runway_lebs: u32,
+    /// Catch-up grooming: when host writes have stopped (none for
+    /// [`IDLE_AFTER`]) after a write phase that stalled at the low
+    /// watermark, the next host I/O finds the groomer collecting in the
+    /// foreground until this many erase units above the low watermark are
+    /// free, and waits behind that work. 0 turns it off.
+    pub gc_catchup_lebs: u32,
     /// Paced GC while the host is idle: after a pause in host I/O the
     /// groomer keeps collecting, at the array's whole move capacity, until
     /// this fraction of the spare erase units (above the high watermark)
@@ -158,6 +167,8 @@ impl FtlConfig {
             gc_reserve_lebs: 2,
             gc_background_lebs: 0,
             gc_share: 0.5,
+            gc_runway_lebs: 0,
+            gc_catchup_lebs: 0,
             gc_idle_fraction: 0.0,
             read_policy: ReadPolicy::FIFO,
             erase_batch: 1,
@@ -315,6 +326,11 @@ pub struct Vsl {
     /// takes outside the FTL ([`Vsl::set_move_cost`]), which paces it.
     idle_moved: u64,
     move_cost: Nanos,
+    /// Catch-up grooming ([`FtlConfig::gc_catchup_lebs`]): a host write
+    /// stalled at the low watermark since the last catch-up, and when host
+    /// writes were last seen.
+    wall_hit: bool,
+    last_write_at: Nanos,
     /// Flashback parity, die failures and media errors
     /// ([`Vsl::enable_reliability`]); `None` (the default) costs one branch
     /// per I/O, placed sector, programmed unit and erase.
@@ -413,6 +429,8 @@ impl Vsl {
             idle_target_lebs: idle_target_lebs(&cfg),
             idle_moved: 0,
             move_cost: Nanos::ZERO,
+            wall_hit: false,
+            last_write_at: Nanos::ZERO,
             flashback: None,
             pools: None,
             spu,
@@ -542,6 +560,7 @@ impl Vsl {
         let t = self.place_host(ready, start, count, first_seq, paced);
         self.stats.host_sectors_written += count;
         self.last_io_at = self.last_io_at.max(t);
+        self.last_write_at = self.last_write_at.max(t);
         Ok(t)
     }
 
@@ -579,6 +598,7 @@ impl Vsl {
     /// the data is at the controller. Unwritten sectors cost no media access.
     pub fn read(&mut self, ready: Nanos, start: u64, count: u64) -> Result<Nanos, FtlError> {
         self.check_range(start, count)?;
+        self.catch_up(ready);
         self.nand.advance(ready);
         self.last_io_at = self.last_io_at.max(ready);
         if self.flashback.is_some() {
@@ -749,7 +769,10 @@ impl Vsl {
             && (exhausted || (self.blocks.cohort_start() && self.pool_free() <= reserve - stall))
         {
             let mut rounds = 0;
-            while self.pool_free() < reserve {
+            self.wall_hit = true;
+            // The groomer takes its runway back before the host resumes.
+            let runway = self.cfg.gc_runway_lebs as usize;
+            while self.pool_free() < reserve + runway {
                 rounds += 1;
                 assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
                 match self.cfg.gc_mode {
@@ -1003,6 +1026,26 @@ impl Vsl {
         }
         // Sectors moved, not steps taken: a step may erase the victim.
         self.idle_moved += self.stats.gc_sectors_moved - moved_before;
+    }
+
+    /// Catch-up grooming ([`FtlConfig::gc_catchup_lebs`]) before a host I/O
+    /// at `now`: if host writes stalled at the low watermark and have since
+    /// stopped, the groomer collects whole units in the foreground from
+    /// `now` until its catch-up target is free. The work is queued on the
+    /// banks (and, by the device, on the data paths) ahead of the I/O.
+    fn catch_up(&mut self, now: Nanos) {
+        if self.cfg.gc_catchup_lebs == 0 || !self.wall_hit || now < self.last_write_at + IDLE_AFTER
+        {
+            return;
+        }
+        self.wall_hit = false;
+        let target = (self.cfg.gc_reserve_lebs + self.cfg.gc_catchup_lebs) as usize;
+        let mut rounds = 0;
+        while self.pool_free() < target && (self.gc.collecting() || self.start_victim(true)) {
+            rounds += 1;
+            assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
+            self.finish_victim(now);
+        }
     }
 
     /// Picks the next unit to collect (`urgent`: for a foreground stall,

@@ -20,6 +20,7 @@ fn paced(mut cfg: FtlConfig, stall: u32) -> FtlConfig {
     cfg.read_policy = ReadPolicy {
         priority: true,
         suspend_ns: None,
+        hold_die: false,
     };
     cfg
 }

@@ -30,6 +30,8 @@ fn card(idle: f64) -> FtlConfig {
         gc_reserve_lebs: 2,
         gc_background_lebs: 4,
         gc_share: 0.5,
+        gc_runway_lebs: 0,
+        gc_catchup_lebs: 0,
         gc_idle_fraction: idle,
         read_policy: ReadPolicy::FIFO,
         erase_batch: 1,

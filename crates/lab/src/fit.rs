@@ -26,6 +26,10 @@ pub const STATISTICS: &[(&str, &str)] = &[
     ("lat_stddev_us", "latency standard deviation, µs"),
     ("max_lat_us", "peak latency, µs"),
     ("wa", "write amplification (modelled cards only)"),
+    (
+        "row",
+        "a `vsl validate` row, named by `test`, of the stock (SYSTEM.md §4) or hp (§4b) table; threads and qd are not used",
+    ),
 ];
 
 fn statistic(s: &IntervalStats, name: &str) -> f64 {
@@ -46,34 +50,62 @@ fn statistic(s: &IntervalStats, name: &str) -> f64 {
 }
 
 /// One measured figure: a review profile (`test`) at a format and a
-/// thread × queue-depth point, in steady state.
+/// thread × queue-depth point, in steady state; or, with statistic `row`,
+/// a row of the `vsl validate` tables (SYSTEM.md §4 and §4b) named by
+/// `test`.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Figure {
-    /// A workload profile (`vsl profiles`), e.g. 4k-randwrite, 8k-7030.
+    /// A workload profile (`vsl profiles`), e.g. 4k-randwrite, 8k-7030;
+    /// or a `vsl validate` row's name.
     pub test: String,
     /// stock, hp, improved-write, max-write, op=PCT or capacity=SIZE.
     pub format: String,
+    #[serde(default = "sixteen")]
     pub threads: u32,
+    #[serde(default = "sixteen")]
     pub qd: u32,
     /// One of [`STATISTICS`].
     pub statistic: String,
     pub value: f64,
     /// Relative tolerance (0.1 = ±10 %): the error unit of the objective.
     pub tolerance: f64,
+    /// The figure is a lower bound: a model at or above `value` is no
+    /// error.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub at_least: bool,
+}
+
+fn sixteen() -> u32 {
+    16
 }
 
 impl Figure {
     pub fn label(&self) -> String {
+        if self.is_row() {
+            return format!("{}: {}", self.format, self.test);
+        }
         format!(
             "{} {} {}T/{}Q {}",
             self.test, self.format, self.threads, self.qd, self.statistic
         )
     }
 
+    /// A `vsl validate` row rather than a review matrix point.
+    pub fn is_row(&self) -> bool {
+        self.statistic == "row"
+    }
+
     fn check(&self, origin: &str, i: usize) -> Result<(), String> {
         let at = format!("{origin}: figure {} ({})", i + 1, self.label());
-        if Profile::by_name(&self.test).is_none() {
+        if self.is_row() {
+            if crate::validate::measured(&self.format, &self.test).is_none() {
+                return Err(format!(
+                    "{at}: no `vsl validate` row '{}' in the {} table (format stock or hp; rows as `vsl validate` prints them)",
+                    self.test, self.format
+                ));
+            }
+        } else if Profile::by_name(&self.test).is_none() {
             return Err(format!(
                 "{at}: unknown test '{}' (a profile of `vsl profiles`)",
                 self.test
@@ -199,6 +231,7 @@ fn parse_csv(text: &str, origin: &str) -> Result<Vec<Figure>, String> {
                 statistic: c[4].into(),
                 value: num(5, "value")?,
                 tolerance: num(6, "tolerance")?,
+                at_least: false,
             })
         })
         .collect()
@@ -258,6 +291,7 @@ fn from_review_json(
                     statistic: stat.into(),
                     value,
                     tolerance,
+                    at_least: false,
                 });
             }
         }
@@ -291,6 +325,8 @@ pub const PARAMS: &[ParamDef] = &[
     ParamDef { name: "host.write_ns", lo: 5_000.0, hi: 60_000.0, integer: true, why: "calibrated: host software cost per write, 5-60 µs" },
     ParamDef { name: "vsl.reserved_fraction", lo: 0.05, hi: 0.25, integer: false, why: "calibrated: reserved erase units, 5-25 % (beyond the formatted spare)" },
     ParamDef { name: "vsl.gc_share", lo: 0.1, hi: 1.0, integer: false, why: "assumption: the groomer's share of the array's move capacity" },
+    ParamDef { name: "vsl.gc_runway_lebs", lo: 0.0, hi: 4.0, integer: true, why: "assumption: erase units a foreground stall reclaims beyond the low watermark" },
+    ParamDef { name: "vsl.catchup_lebs", lo: 0.0, hi: 8.0, integer: true, why: "assumption: catch-up grooming target once host writes stop after a stall, erase units above the low watermark" },
     ParamDef { name: "vsl.idle_groom_fraction", lo: 0.0, hi: 1.0, integer: false, why: "assumption: the share of the spare the groomer frees while the host is idle" },
     ParamDef { name: "vsl.gc_background_lebs", lo: 3.0, hi: 16.0, integer: true, why: "assumption: the high watermark, above the low one (2)" },
     ParamDef { name: "vsl.buffer_units", lo: 4.0, hi: 64.0, integer: true, why: "assumption: the power-cut-protected write buffer, write units" },
@@ -328,6 +364,8 @@ pub fn apply(base: &Preset, free: &[&ParamDef], values: &[f64]) -> Preset {
             "vsl.reserved_fraction" => p.vsl.reserved_fraction = v,
             "vsl.gc_share" => p.vsl.gc_share = v,
             "vsl.idle_groom_fraction" => p.vsl.idle_groom_fraction = v,
+            "vsl.gc_runway_lebs" => p.vsl.gc_runway_lebs = v.round() as u32,
+            "vsl.catchup_lebs" => p.vsl.catchup_lebs = v.round() as u32,
             "vsl.gc_background_lebs" => p.vsl.gc_background_lebs = v.round() as u32,
             "vsl.buffer_units" => p.vsl.buffer_units = v.round() as u64,
             "vsl.read_priority" => p.vsl.read_priority = v >= 0.5,
@@ -361,6 +399,8 @@ pub fn normalise(d: &ParamDef, base: &Preset) -> f64 {
         "vsl.reserved_fraction" => base.vsl.reserved_fraction,
         "vsl.gc_share" => base.vsl.gc_share,
         "vsl.idle_groom_fraction" => base.vsl.idle_groom_fraction,
+        "vsl.gc_runway_lebs" => base.vsl.gc_runway_lebs as f64,
+        "vsl.catchup_lebs" => base.vsl.catchup_lebs as f64,
         "vsl.gc_background_lebs" => base.vsl.gc_background_lebs as f64,
         "vsl.buffer_units" => base.vsl.buffer_units as f64,
         "vsl.read_priority" => base.vsl.read_priority as u8 as f64,
@@ -392,9 +432,12 @@ pub fn evaluate(
 ) -> Result<Vec<f64>, String> {
     let mut by_format: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, f) in figures.iter().enumerate() {
-        by_format.entry(f.format.as_str()).or_default().push(i);
+        if !f.is_row() {
+            by_format.entry(f.format.as_str()).or_default().push(i);
+        }
     }
     let mut out = vec![0.0; figures.len()];
+    evaluate_rows(preset, figures, run, &mut out)?;
     for (format, idx) in by_format {
         let mut cfg = CardConfig::new(preset);
         cfg.format = parse_format(format)?;
@@ -452,8 +495,59 @@ pub fn evaluate(
     Ok(out)
 }
 
-/// Tolerance-normalised error of one figure: (model / measured − 1) / tol.
+/// The `vsl validate` rows among `figures`: both tables (as far as the
+/// rows asked for need them) on a card scaled by `run.scale`, with the
+/// run's round, window and preconditioning cap.
+fn evaluate_rows(
+    preset: &'static Preset,
+    figures: &[Figure],
+    run: &FitRun,
+    out: &mut [f64],
+) -> Result<(), String> {
+    use crate::validate::{validate, validate_hp, ValidateOptions};
+    let rows: Vec<(String, String)> = figures
+        .iter()
+        .filter(|f| f.is_row())
+        .map(|f| (f.format.clone(), f.test.clone()))
+        .collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let ns = |what: &str, s: &str| {
+        workload::units::parse_duration_ns(s).map_err(|e| format!("{what}: {e}"))
+    };
+    let o = ValidateOptions {
+        preset,
+        scale: run.scale,
+        window_ns: ns("window", &run.window)?,
+        round_ns: ns("round", &run.round)?,
+        max_precondition_ns: ns("max precondition", &run.max_precondition)?,
+        seed: run.seed,
+        only: Some(rows),
+    };
+    let mut got = Vec::new();
+    if o.only.iter().flatten().any(|(f, _)| f == "stock") {
+        got.extend(validate(&o, &mut |_| {}).map_err(|e| e.to_string())?.0);
+    }
+    if o.only.iter().flatten().any(|(f, _)| f == "hp") {
+        got.extend(validate_hp(&o, &mut |_| {}).map_err(|e| e.to_string())?.0);
+    }
+    for (i, f) in figures.iter().enumerate().filter(|(_, f)| f.is_row()) {
+        out[i] = got
+            .iter()
+            .find(|r| r.format == f.format && r.test == f.test)
+            .map(|r| r.model)
+            .ok_or_else(|| format!("no result for {}", f.label()))?;
+    }
+    Ok(())
+}
+
+/// Tolerance-normalised error of one figure: (model / measured − 1) / tol;
+/// 0 for a lower bound the model meets.
 pub fn error(f: &Figure, model: f64) -> f64 {
+    if f.at_least && model >= f.value {
+        return 0.0;
+    }
     (model / f.value - 1.0) / f.tolerance
 }
 
@@ -526,4 +620,61 @@ pub fn nelder_mead(
         .map(|v| v.clamp(0.0, 1.0))
         .collect();
     Ok((best, st.best_cost))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(name: &str, text: &str) -> Result<Vec<Figure>, String> {
+        let p = std::env::temp_dir().join(format!("lab-fit-{}-{name}", std::process::id()));
+        std::fs::write(&p, text).unwrap();
+        let r = load_figures(&p, "stock", 0.1);
+        let _ = std::fs::remove_file(&p);
+        r
+    }
+
+    #[test]
+    fn row_figures_default_their_point_and_name_a_row() {
+        let row = "[[figure]]\ntest = \"Web Server preconditioning average latency\"\nformat = \"stock\"\nstatistic = \"row\"\nvalue = 20\ntolerance = 0.07\nat_least = true\n";
+        let f = load("row.toml", row).unwrap();
+        assert_eq!((f[0].threads, f[0].qd), (16, 16));
+        assert!(f[0].is_row() && f[0].at_least);
+        assert_eq!(
+            f[0].label(),
+            "stock: Web Server preconditioning average latency"
+        );
+        // File Server's steady state is a row of the stock table only.
+        let fs = row.replace("Web Server preconditioning", "File Server steady-state");
+        assert!(load("fs.toml", &fs).is_ok());
+        let e = load("hp.toml", &fs.replace("\"stock\"", "\"hp\"")).unwrap_err();
+        assert!(
+            e.contains("no `vsl validate` row") && e.contains("hp table"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_lower_bound_is_no_error_once_met() {
+        let f = Figure {
+            test: "Web Server preconditioning average latency".into(),
+            format: "stock".into(),
+            threads: 16,
+            qd: 16,
+            statistic: "row".into(),
+            value: 20.0,
+            tolerance: 0.1,
+            at_least: true,
+        };
+        assert_eq!(error(&f, 20.0), 0.0);
+        assert_eq!(error(&f, 35.0), 0.0);
+        assert!((error(&f, 18.0) + 1.0).abs() < 1e-12);
+        let two_sided = Figure {
+            at_least: false,
+            ..f.clone()
+        };
+        assert!((error(&two_sided, 22.0) - 1.0).abs() < 1e-12);
+        let c = cost(&[f, two_sided], &[35.0, 22.0], &[true, true]);
+        assert!((c - 1.0).abs() < 1e-12);
+    }
 }

@@ -42,19 +42,242 @@ pub const CALIBRATION_ROWS: &[(&str, &str)] = &[
     ("hp", "8K 70/30 steady state 16T/16Q"),
 ];
 
+/// One measured figure of SYSTEM.md §4 (`stock`) or §4b (`hp`): format,
+/// test (the row's name), unit, and the reviewer's figure as a range
+/// (equal ends for a single number; `hi` = ∞ for a lower bound).
+pub struct Measured {
+    pub format: &'static str,
+    pub test: &'static str,
+    pub unit: &'static str,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+const fn m(
+    format: &'static str,
+    test: &'static str,
+    unit: &'static str,
+    lo: f64,
+    hi: f64,
+) -> Measured {
+    Measured {
+        format,
+        test,
+        unit,
+        lo,
+        hi,
+    }
+}
+
+/// Every row of the two tables, in the order they are measured.
+pub const MEASURED: &[Measured] = &[
+    m("stock", "sequential 2 MB read", "MB/s", 1584.0, 1584.0),
+    m("stock", "sequential 2 MB write", "MB/s", 1045.0, 1045.0),
+    m("stock", "2 MB random read", "MB/s", 1589.0, 1589.0),
+    m("stock", "2 MB random write", "MB/s", 1046.0, 1046.0),
+    m("stock", "4K random read 4x1", "IOPS", 48403.0, 48403.0),
+    m("stock", "4K random write 4x1", "IOPS", 93740.0, 93740.0),
+    m(
+        "stock",
+        "4K random read ramp, QD 64 per worker",
+        "IOPS",
+        140000.0,
+        140000.0,
+    ),
+    m(
+        "stock",
+        "4K random read ramp, lowest of QD 8-64",
+        "IOPS",
+        120000.0,
+        f64::INFINITY,
+    ),
+    m(
+        "stock",
+        "4K random write ramp (fresh), QD 4",
+        "IOPS",
+        224000.0,
+        224000.0,
+    ),
+    m(
+        "stock",
+        "4K random write ramp (fresh), lowest of QD 8-64",
+        "IOPS",
+        201000.0,
+        210000.0,
+    ),
+    m(
+        "stock",
+        "4K random write ramp (fresh), highest of QD 8-64",
+        "IOPS",
+        201000.0,
+        210000.0,
+    ),
+    m(
+        "stock",
+        "4K random write burst 16T/16Q (fresh)",
+        "IOPS",
+        257000.0,
+        257000.0,
+    ),
+    m(
+        "stock",
+        "4K steady-state write 16T/16Q",
+        "IOPS",
+        42644.0,
+        42644.0,
+    ),
+    m(
+        "stock",
+        "4K steady-state write average latency",
+        "ms",
+        6.0,
+        6.0,
+    ),
+    m(
+        "stock",
+        "4K steady-state write latency stddev",
+        "ms",
+        25.6,
+        31.6,
+    ),
+    m(
+        "stock",
+        "4K steady-state write peak latency",
+        "ms",
+        157.0,
+        157.0,
+    ),
+    m(
+        "stock",
+        "4K write preconditioning latency stddev",
+        "ms",
+        25.0,
+        30.0,
+    ),
+    m(
+        "stock",
+        "4K steady-state read 16T/16Q",
+        "IOPS",
+        140230.0,
+        140230.0,
+    ),
+    m(
+        "stock",
+        "4K steady-state read average latency",
+        "ms",
+        1.8,
+        1.8,
+    ),
+    m(
+        "stock",
+        "4K steady-state read peak latency",
+        "ms",
+        1208.0,
+        1208.0,
+    ),
+    m(
+        "stock",
+        "8K 70/30 steady state 16T/16Q",
+        "IOPS",
+        51000.0,
+        53000.0,
+    ),
+    m("stock", "8K 70/30 latency stddev", "ms", 8.0, 12.0),
+    m(
+        "stock",
+        "File Server steady-state average latency",
+        "ms",
+        7.0,
+        7.5,
+    ),
+    m(
+        "stock",
+        "Web Server preconditioning average latency",
+        "ms",
+        20.0,
+        f64::INFINITY,
+    ),
+    m(
+        "hp",
+        "4K random write burst 16T/16Q (fresh)",
+        "IOPS",
+        257000.0,
+        257000.0,
+    ),
+    m(
+        "hp",
+        "4K steady-state write 16T/16Q",
+        "IOPS",
+        90400.0,
+        91000.0,
+    ),
+    m(
+        "hp",
+        "4K steady-state write average latency",
+        "ms",
+        2.80,
+        2.82,
+    ),
+    m(
+        "hp",
+        "4K steady-state write latency stddev",
+        "ms",
+        1.70,
+        1.76,
+    ),
+    m(
+        "hp",
+        "4K write preconditioning latency stddev",
+        "ms",
+        2.0,
+        5.0,
+    ),
+    m(
+        "hp",
+        "4K steady-state read 16T/16Q",
+        "IOPS",
+        140000.0,
+        145000.0,
+    ),
+    m(
+        "hp",
+        "8K 70/30 steady state 16T/16Q",
+        "IOPS",
+        76000.0,
+        76000.0,
+    ),
+    m("hp", "8K 70/30 latency stddev", "ms", 2.0, 2.0),
+    m(
+        "hp",
+        "File Server preconditioning average latency",
+        "ms",
+        6.0,
+        6.5,
+    ),
+    m(
+        "hp",
+        "Web Server preconditioning average latency",
+        "ms",
+        10.0,
+        11.0,
+    ),
+];
+
+/// The measured figure of row `test` of table `format`, if there is one.
+pub fn measured(format: &str, test: &str) -> Option<&'static Measured> {
+    MEASURED
+        .iter()
+        .find(|r| r.format == format && r.test == test)
+}
+
 impl Row {
-    fn new(test: &str, unit: &'static str, lo: f64, hi: f64, model: f64) -> Row {
-        Row::at("stock", test, unit, lo, hi, model)
+    fn new(test: &str, model: f64) -> Row {
+        Row::at("stock", test, model)
     }
 
-    fn at(
-        format: &'static str,
-        test: &str,
-        unit: &'static str,
-        lo: f64,
-        hi: f64,
-        model: f64,
-    ) -> Row {
+    fn at(format: &'static str, test: &str, model: f64) -> Row {
+        let f = measured(format, test).expect("every row has its measured figure");
+        let (unit, lo, hi) = (f.unit, f.lo, f.hi);
         let ratio = if model < lo {
             model / lo
         } else if model > hi {
@@ -95,6 +318,21 @@ pub struct ValidateOptions {
     /// Longest preconditioning allowed (the reviews ran up to 6 h).
     pub max_precondition_ns: u64,
     pub seed: u64,
+    /// Only these rows, as (format, test); `None`: every row. Tests whose
+    /// rows are not wanted are skipped unless a later wanted row needs the
+    /// card state they leave.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub only: Option<Vec<(String, String)>>,
+}
+
+impl ValidateOptions {
+    /// True when any of `tests` of table `format` is wanted.
+    fn wants(&self, format: &str, tests: &[&str]) -> bool {
+        self.only.as_ref().is_none_or(|only| {
+            only.iter()
+                .any(|(f, t)| f == format && tests.contains(&t.as_str()))
+        })
+    }
 }
 
 fn preset_name<S: serde::Serializer>(p: &&'static Preset, s: S) -> Result<S::Ok, S::Error> {
@@ -217,7 +455,8 @@ fn fresh_at(
     Ok(measure(&mut card, name, t, threads, qd, &short)?.0)
 }
 
-/// Runs the whole table. `progress` is told each test's name as it starts.
+/// Runs the whole table (or the rows `o.only` names). `progress` is told
+/// each test's name as it starts.
 pub fn validate(
     o: &ValidateOptions,
     progress: &mut dyn FnMut(&str),
@@ -225,217 +464,142 @@ pub fn validate(
     let mut rows = Vec::new();
     let mbs = |r: &RunResult| r.summary.totals.mb_per_s;
     let iops = |r: &RunResult| r.summary.totals.iops;
+    let want = |tests: &[&str]| o.wants("stock", tests);
 
-    progress("sequential and random 2 MB");
-    rows.push(Row::new(
-        "sequential 2 MB read",
-        "MB/s",
-        1584.0,
-        1584.0,
-        mbs(&fresh("seq-2m-read", 4, 8, o)?),
-    ));
-    rows.push(Row::new(
-        "sequential 2 MB write",
-        "MB/s",
-        1045.0,
-        1045.0,
-        mbs(&fresh("seq-2m-write", 4, 8, o)?),
-    ));
-    rows.push(Row::new(
-        "2 MB random read",
-        "MB/s",
-        1589.0,
-        1589.0,
-        mbs(&fresh("2m-randread", 4, 8, o)?),
-    ));
-    rows.push(Row::new(
-        "2 MB random write",
-        "MB/s",
-        1046.0,
-        1046.0,
-        mbs(&fresh("2m-randwrite", 4, 8, o)?),
-    ));
-
-    progress("4K random, 4 workers x QD 1");
-    rows.push(Row::new(
-        "4K random read 4x1",
-        "IOPS",
-        48403.0,
-        48403.0,
-        iops(&fresh("4k-randread", 4, 1, o)?),
-    ));
-    rows.push(Row::new(
-        "4K random write 4x1",
-        "IOPS",
-        93740.0,
-        93740.0,
-        iops(&fresh("4k-randwrite", 4, 1, o)?),
-    ));
-
-    progress("ramped 4K random read and write");
-    let read_ramp: Vec<f64> = [8, 16, 32, 64]
-        .iter()
-        .map(|&qd| fresh("4k-randread", 4, qd, o).map(|r| iops(&r)))
-        .collect::<Result<_, _>>()?;
-    rows.push(Row::new(
+    const SEQ: [(&str, &str); 4] = [
+        ("sequential 2 MB read", "seq-2m-read"),
+        ("sequential 2 MB write", "seq-2m-write"),
+        ("2 MB random read", "2m-randread"),
+        ("2 MB random write", "2m-randwrite"),
+    ];
+    if want(&SEQ.map(|s| s.0)) {
+        progress("sequential and random 2 MB");
+        for (test, profile) in SEQ {
+            rows.push(Row::new(test, mbs(&fresh(profile, 4, 8, o)?)));
+        }
+    }
+    const QD1: [&str; 2] = ["4K random read 4x1", "4K random write 4x1"];
+    if want(&QD1) {
+        progress("4K random, 4 workers x QD 1");
+        rows.push(Row::new(QD1[0], iops(&fresh("4k-randread", 4, 1, o)?)));
+        rows.push(Row::new(QD1[1], iops(&fresh("4k-randwrite", 4, 1, o)?)));
+    }
+    const RAMP: [&str; 6] = [
         "4K random read ramp, QD 64 per worker",
-        "IOPS",
-        140000.0,
-        140000.0,
-        read_ramp[3],
-    ));
-    let min_read = read_ramp.iter().copied().fold(f64::MAX, f64::min);
-    rows.push(Row::new(
         "4K random read ramp, lowest of QD 8-64",
-        "IOPS",
-        120000.0,
-        f64::INFINITY,
-        min_read,
-    ));
-    let w4 = iops(&fresh("4k-randwrite", 4, 4, o)?);
-    rows.push(Row::new(
         "4K random write ramp (fresh), QD 4",
-        "IOPS",
-        224000.0,
-        224000.0,
-        w4,
-    ));
-    let write_ramp: Vec<f64> = [8, 16, 32, 64]
-        .iter()
-        .map(|&qd| fresh("4k-randwrite", 4, qd, o).map(|r| iops(&r)))
-        .collect::<Result<_, _>>()?;
-    let wmin = write_ramp.iter().copied().fold(f64::MAX, f64::min);
-    let wmax = write_ramp.iter().copied().fold(f64::MIN, f64::max);
-    rows.push(Row::new(
         "4K random write ramp (fresh), lowest of QD 8-64",
-        "IOPS",
-        201000.0,
-        210000.0,
-        wmin,
-    ));
-    rows.push(Row::new(
         "4K random write ramp (fresh), highest of QD 8-64",
-        "IOPS",
-        201000.0,
-        210000.0,
-        wmax,
-    ));
-    rows.push(Row::new(
         "4K random write burst 16T/16Q (fresh)",
-        "IOPS",
-        257000.0,
-        257000.0,
-        iops(&fresh("4k-randwrite", 16, 16, o)?),
-    ));
+    ];
+    if want(&RAMP) {
+        progress("ramped 4K random read and write");
+        let ramp = |profile: &str| -> Result<Vec<f64>, RunError> {
+            [8, 16, 32, 64]
+                .iter()
+                .map(|&qd| fresh(profile, 4, qd, o).map(|r| iops(&r)))
+                .collect()
+        };
+        let read_ramp = ramp("4k-randread")?;
+        rows.push(Row::new(RAMP[0], read_ramp[3]));
+        rows.push(Row::new(RAMP[1], min(&read_ramp)));
+        rows.push(Row::new(RAMP[2], iops(&fresh("4k-randwrite", 4, 4, o)?)));
+        let write_ramp = ramp("4k-randwrite")?;
+        rows.push(Row::new(RAMP[3], min(&write_ramp)));
+        rows.push(Row::new(RAMP[4], max(&write_ramp)));
+        rows.push(Row::new(RAMP[5], iops(&fresh("4k-randwrite", 16, 16, o)?)));
+    }
 
+    const W: [&str; 5] = [
+        "4K steady-state write 16T/16Q",
+        "4K steady-state write average latency",
+        "4K steady-state write latency stddev",
+        "4K steady-state write peak latency",
+        "4K write preconditioning latency stddev",
+    ];
+    const R: [&str; 3] = [
+        "4K steady-state read 16T/16Q",
+        "4K steady-state read average latency",
+        "4K steady-state read peak latency",
+    ];
+    const MIX: [&str; 2] = ["8K 70/30 steady state 16T/16Q", "8K 70/30 latency stddev"];
+    const FS: &str = "File Server steady-state average latency";
+    const WEB: &str = "Web Server preconditioning average latency";
+    let mut pres = Vec::new();
+    let later = |from: usize| {
+        let tail: [&[&str]; 4] = [&W, &R, &MIX, &[FS, WEB]];
+        tail[from..].iter().any(|t| want(t))
+    };
+    if !later(0) {
+        return Ok((rows, pres));
+    }
     progress("4K random write: preconditioning to steady state");
     let (mut card, t) = fresh_card(o.preset, Format::Stock, o.scale)?;
     let pre = precondition_steady(&mut card, &spec("4k-randwrite"), t, o)?;
     let (w, t) = measure(&mut card, "4k-randwrite", pre.end, 16, 16, o)?;
     let ws = &w.summary.totals;
-    rows.push(Row::new(
-        "4K steady-state write 16T/16Q",
-        "IOPS",
-        42644.0,
-        42644.0,
-        ws.iops,
-    ));
-    rows.push(Row::new(
-        "4K steady-state write average latency",
-        "ms",
-        6.0,
-        6.0,
-        ws.lat_avg_us / 1e3,
-    ));
-    rows.push(Row::new(
-        "4K steady-state write latency stddev",
-        "ms",
-        25.6,
-        31.6,
-        ws.lat_stddev_us / 1e3,
-    ));
-    rows.push(Row::new(
-        "4K steady-state write peak latency",
-        "ms",
-        157.0,
-        157.0,
-        ws.lat_max_us / 1e3,
-    ));
-    rows.push(Row::new(
-        "4K write preconditioning latency stddev",
-        "ms",
-        25.0,
-        30.0,
-        tail_mean(&pre.rounds_lat_stddev_us) / 1e3,
-    ));
+    if want(&W) {
+        rows.push(Row::new(W[0], ws.iops));
+        rows.push(Row::new(W[1], ws.lat_avg_us / 1e3));
+        rows.push(Row::new(W[2], ws.lat_stddev_us / 1e3));
+        rows.push(Row::new(W[3], ws.lat_max_us / 1e3));
+        rows.push(Row::new(W[4], tail_mean(&pre.rounds_lat_stddev_us) / 1e3));
+    }
+    pres.push(pre);
+    if !later(1) {
+        return Ok((rows, pres));
+    }
     progress("4K random read after write preconditioning");
     let (r, t) = measure(&mut card, "4k-randread", t, 16, 16, o)?;
     let rs = &r.summary.totals;
-    rows.push(Row::new(
-        "4K steady-state read 16T/16Q",
-        "IOPS",
-        140230.0,
-        140230.0,
-        rs.iops,
-    ));
-    rows.push(Row::new(
-        "4K steady-state read average latency",
-        "ms",
-        1.8,
-        1.8,
-        rs.lat_avg_us / 1e3,
-    ));
-    rows.push(Row::new(
-        "4K steady-state read peak latency",
-        "ms",
-        1208.0,
-        1208.0,
-        rs.lat_max_us / 1e3,
-    ));
-
+    if want(&R) {
+        rows.push(Row::new(R[0], rs.iops));
+        rows.push(Row::new(R[1], rs.lat_avg_us / 1e3));
+        rows.push(Row::new(R[2], rs.lat_max_us / 1e3));
+    }
+    if !later(2) {
+        return Ok((rows, pres));
+    }
     progress("8K 70/30: preconditioning to steady state");
     let pre8 = precondition_steady(&mut card, &spec("8k-7030"), t, o)?;
     let (m, t) = measure(&mut card, "8k-7030", pre8.end, 16, 16, o)?;
-    rows.push(Row::new(
-        "8K 70/30 steady state 16T/16Q",
-        "IOPS",
-        51000.0,
-        53000.0,
-        iops(&m),
-    ));
-    rows.push(Row::new(
-        "8K 70/30 latency stddev",
-        "ms",
-        8.0,
-        12.0,
-        m.summary.totals.lat_stddev_us / 1e3,
-    ));
-
+    if want(&MIX) {
+        rows.push(Row::new(MIX[0], iops(&m)));
+        rows.push(Row::new(MIX[1], m.summary.totals.lat_stddev_us / 1e3));
+    }
+    pres.push(pre8);
+    if !later(3) {
+        return Ok((rows, pres));
+    }
     progress("File Server: preconditioning to steady state");
     let pref = precondition_steady(&mut card, &spec("fileserver"), t, o)?;
     let (f, t) = measure(&mut card, "fileserver", pref.end, 16, 16, o)?;
-    rows.push(Row::new(
-        "File Server steady-state average latency",
-        "ms",
-        7.0,
-        7.5,
-        f.summary.totals.lat_avg_us / 1e3,
-    ));
+    if want(&[FS]) {
+        rows.push(Row::new(FS, f.summary.totals.lat_avg_us / 1e3));
+    }
+    pres.push(pref);
+    if want(&[WEB]) {
+        progress("Web Server preconditioning (100% write)");
+        let prew = precondition_steady(&mut card, &web_precondition(), t, o)?;
+        rows.push(Row::new(WEB, tail_mean(&prew.rounds_lat_avg_us) / 1e3));
+        pres.push(prew);
+    }
+    Ok((rows, pres))
+}
 
-    progress("Web Server preconditioning (100% write)");
-    let web = Profile::by_name("webserver")
+fn min(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::MAX, f64::min)
+}
+
+fn max(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::MIN, f64::max)
+}
+
+/// The Web Server profile's preconditioning pattern (100 % write).
+fn web_precondition() -> WorkloadSpec {
+    Profile::by_name("webserver")
         .expect("profile")
-        .precondition_spec();
-    let prew = precondition_steady(&mut card, &web, t, o)?;
-    rows.push(Row::new(
-        "Web Server preconditioning average latency",
-        "ms",
-        20.0,
-        f64::INFINITY,
-        tail_mean(&prew.rounds_lat_avg_us) / 1e3,
-    ));
-
-    Ok((rows, vec![pre, pre8, pref, prew]))
+        .precondition_spec()
 }
 
 /// Mean of the last five rounds (the steady-state window).
@@ -444,104 +608,88 @@ fn tail_mean(v: &[f64]) -> f64 {
     tail.iter().sum::<f64>() / tail.len().max(1) as f64
 }
 
-/// The SYSTEM.md §4b rows: the same card in the high-performance format
-/// (256 GB per ioDimm), the same reviewer's tests.
+/// The SYSTEM.md §4b rows (or those `o.only` names): the same card in the
+/// high-performance format (256 GB per ioDimm), the same reviewer's tests.
 pub fn validate_hp(
     o: &ValidateOptions,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(Vec<Row>, Vec<Preconditioned>), RunError> {
     let hp = Format::Hp;
     let mut rows = Vec::new();
-    let row = |test: &str, unit, lo, hi, model| Row::at("hp", test, unit, lo, hi, model);
-    progress("hp: 4K random write burst 16T/16Q (fresh)");
-    rows.push(row(
-        "4K random write burst 16T/16Q (fresh)",
-        "IOPS",
-        257000.0,
-        257000.0,
-        fresh_at(hp, "4k-randwrite", 16, 16, o)?.summary.totals.iops,
-    ));
+    let want = |tests: &[&str]| o.wants("hp", tests);
+    let row = |test: &str, model| Row::at("hp", test, model);
+    const BURST: &str = "4K random write burst 16T/16Q (fresh)";
+    if want(&[BURST]) {
+        progress("hp: 4K random write burst 16T/16Q (fresh)");
+        let r = fresh_at(hp, "4k-randwrite", 16, 16, o)?;
+        rows.push(row(BURST, r.summary.totals.iops));
+    }
+    const W: [&str; 4] = [
+        "4K steady-state write 16T/16Q",
+        "4K steady-state write average latency",
+        "4K steady-state write latency stddev",
+        "4K write preconditioning latency stddev",
+    ];
+    const R: &str = "4K steady-state read 16T/16Q";
+    const MIX: [&str; 2] = ["8K 70/30 steady state 16T/16Q", "8K 70/30 latency stddev"];
+    const FS: &str = "File Server preconditioning average latency";
+    const WEB: &str = "Web Server preconditioning average latency";
+    let mut pres = Vec::new();
+    let later = |from: usize| {
+        let tail: [&[&str]; 4] = [&W, &[R], &MIX, &[FS, WEB]];
+        tail[from..].iter().any(|t| want(t))
+    };
+    if !later(0) {
+        return Ok((rows, pres));
+    }
     progress("hp: 4K random write: preconditioning to steady state");
     let (mut card, t) = fresh_card(o.preset, hp, o.scale)?;
     let pre = precondition_steady(&mut card, &spec("4k-randwrite"), t, o)?;
     let (w, t) = measure(&mut card, "4k-randwrite", pre.end, 16, 16, o)?;
     let ws = &w.summary.totals;
-    rows.push(row(
-        "4K steady-state write 16T/16Q",
-        "IOPS",
-        90400.0,
-        91000.0,
-        ws.iops,
-    ));
-    rows.push(row(
-        "4K steady-state write average latency",
-        "ms",
-        2.80,
-        2.82,
-        ws.lat_avg_us / 1e3,
-    ));
-    rows.push(row(
-        "4K steady-state write latency stddev",
-        "ms",
-        1.70,
-        1.76,
-        ws.lat_stddev_us / 1e3,
-    ));
-    rows.push(row(
-        "4K write preconditioning latency stddev",
-        "ms",
-        2.0,
-        5.0,
-        tail_mean(&pre.rounds_lat_stddev_us) / 1e3,
-    ));
+    if want(&W) {
+        rows.push(row(W[0], ws.iops));
+        rows.push(row(W[1], ws.lat_avg_us / 1e3));
+        rows.push(row(W[2], ws.lat_stddev_us / 1e3));
+        rows.push(row(W[3], tail_mean(&pre.rounds_lat_stddev_us) / 1e3));
+    }
+    pres.push(pre);
+    if !later(1) {
+        return Ok((rows, pres));
+    }
     progress("hp: 4K random read after write preconditioning");
     let (r, t) = measure(&mut card, "4k-randread", t, 16, 16, o)?;
-    rows.push(row(
-        "4K steady-state read 16T/16Q",
-        "IOPS",
-        140000.0,
-        145000.0,
-        r.summary.totals.iops,
-    ));
+    if want(&[R]) {
+        rows.push(row(R, r.summary.totals.iops));
+    }
+    if !later(2) {
+        return Ok((rows, pres));
+    }
     progress("hp: 8K 70/30: preconditioning to steady state");
     let pre8 = precondition_steady(&mut card, &spec("8k-7030"), t, o)?;
     let (m, t) = measure(&mut card, "8k-7030", pre8.end, 16, 16, o)?;
-    rows.push(row(
-        "8K 70/30 steady state 16T/16Q",
-        "IOPS",
-        76000.0,
-        76000.0,
-        m.summary.totals.iops,
-    ));
-    rows.push(row(
-        "8K 70/30 latency stddev",
-        "ms",
-        2.0,
-        2.0,
-        m.summary.totals.lat_stddev_us / 1e3,
-    ));
+    if want(&MIX) {
+        rows.push(row(MIX[0], m.summary.totals.iops));
+        rows.push(row(MIX[1], m.summary.totals.lat_stddev_us / 1e3));
+    }
+    pres.push(pre8);
+    if !later(3) {
+        return Ok((rows, pres));
+    }
     progress("hp: File Server: preconditioning to steady state");
     let pref = precondition_steady(&mut card, &spec("fileserver"), t, o)?;
-    rows.push(row(
-        "File Server preconditioning average latency",
-        "ms",
-        6.0,
-        6.5,
-        tail_mean(&pref.rounds_lat_avg_us) / 1e3,
-    ));
-    progress("hp: Web Server preconditioning (100% write)");
-    let web = Profile::by_name("webserver")
-        .expect("profile")
-        .precondition_spec();
-    let prew = precondition_steady(&mut card, &web, pref.end, o)?;
-    rows.push(row(
-        "Web Server preconditioning average latency",
-        "ms",
-        10.0,
-        11.0,
-        tail_mean(&prew.rounds_lat_avg_us) / 1e3,
-    ));
-    Ok((rows, vec![pre, pre8, pref, prew]))
+    if want(&[FS]) {
+        rows.push(row(FS, tail_mean(&pref.rounds_lat_avg_us) / 1e3));
+    }
+    let end = pref.end;
+    pres.push(pref);
+    if want(&[WEB]) {
+        progress("hp: Web Server preconditioning (100% write)");
+        let prew = precondition_steady(&mut card, &web_precondition(), end, o)?;
+        rows.push(row(WEB, tail_mean(&prew.rounds_lat_avg_us) / 1e3));
+        pres.push(prew);
+    }
+    Ok((rows, pres))
 }
 
 /// One data-sheet figure of a preset against the model.

@@ -321,21 +321,26 @@ impl NandArray {
     }
 
     /// Reads `bytes` of one write unit on `bank`: an array read on the bank,
-    /// then the bus moves the requested bytes. Returns when data is at the
-    /// controller.
+    /// then the bus moves the requested bytes, backfilling. With
+    /// [`ReadPolicy::hold_die`] the bank's dies stay busy for the array
+    /// read and their own data-out (a die starts no new array operation
+    /// while the last read's data waits in its page register: ONFI READ
+    /// PAGE, no cache read for random pages); without it, for tR only.
+    /// Returns when data is at the controller.
     #[inline]
     pub fn read_unit(&mut self, ready: Nanos, bank: u32, bytes: u64) -> Nanos {
         let t_r = Nanos(self.timing.read_ns);
         let xfer = Nanos::for_bytes(bytes, self.bus_bytes_per_s);
         let p = self.read_policy;
-        let sensed = if p.priority {
+        let held = if p.hold_die { t_r + xfer } else { t_r };
+        let b = &mut self.banks[bank as usize];
+        let (start, end) = if p.priority {
             let suspend = p.suspend_ns.map(Nanos);
-            self.banks[bank as usize]
-                .reserve_read_first(ready, t_r, suspend)
-                .1
+            b.reserve_read_first(ready, held, suspend)
         } else {
-            self.banks[bank as usize].reserve(ready, t_r, false).1
+            b.reserve(ready, held, false)
         };
+        let sensed = if p.hold_die { start + t_r } else { end };
         let done = self.bus.reserve_backfill(sensed, xfer).1;
         self.counters.unit_reads += 1;
         self.counters.bytes_read += bytes;

@@ -26,6 +26,9 @@ pub struct ReadPolicy {
     /// Time to suspend a program or erase in progress so a read can run;
     /// `None` when the NAND has no program/erase suspend.
     pub suspend_ns: Option<u64>,
+    /// A read holds its bank until its data-out is done (the die's page
+    /// register is busy until the bus has read it out), not only for tR.
+    pub hold_die: bool,
 }
 
 impl ReadPolicy {
@@ -33,6 +36,7 @@ impl ReadPolicy {
     pub const FIFO: ReadPolicy = ReadPolicy {
         priority: false,
         suspend_ns: None,
+        hold_die: false,
     };
 }
 

@@ -189,3 +189,22 @@ pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// A preset file's text with the line `key = ...` (the first one) set to
+/// `key = value`, whatever the built-in value is today.
+#[allow(dead_code)]
+pub fn set_field(text: &str, key: &str, value: &str) -> String {
+    let prefix = format!("{key} = ");
+    let mut done = false;
+    let mut out: Vec<String> = Vec::new();
+    for l in text.lines() {
+        if !done && l.starts_with(&prefix) {
+            out.push(format!("{prefix}{value}"));
+            done = true;
+        } else {
+            out.push(l.to_string());
+        }
+    }
+    assert!(done, "no line `{prefix}...` in the preset");
+    out.join("\n") + "\n"
+}

@@ -1,0 +1,161 @@
+//! The mechanisms of issue 29 that are available but off in every shipped
+//! preset (docs/MODEL.md, "Mechanisms available, off in every preset"):
+//! a stall's runway, catch-up grooming after a stalled write phase, and a
+//! read holding its bank for its data-out. Each changes what it claims to
+//! change when on, and nothing when off.
+
+use ftl::fuzzing::small_card;
+use ftl::{FtlConfig, GcMode, Vsl};
+use nand::{CellTiming, Geometry, NandArray, ReadPolicy};
+use sim::Nanos;
+
+fn geometry() -> Geometry {
+    Geometry {
+        channels: 5,
+        parity_channels: 1,
+        banks: 2,
+        planes: 1,
+        blocks_per_plane: 64,
+        pages_per_block: 16,
+        page_bytes: 4096,
+    }
+}
+
+/// 4 data channels + 1 parity, 2 banks, 64 erase units of 16 pages; no
+/// idle grooming (it would free space in the pauses these tests make).
+fn card(runway: u32, catchup: u32) -> FtlConfig {
+    let mut cfg = FtlConfig {
+        geometry: geometry(),
+        timing: CellTiming::MLC_2009,
+        reserved_lebs: 2,
+        gc_runway_lebs: runway,
+        gc_catchup_lebs: catchup,
+        wear_level_spread: 1_000,
+        track_sequence: false,
+        ..small_card(4096, GcMode::Paced)
+    };
+    cfg.buffer_bytes = 4 * cfg.geometry.write_unit_bytes();
+    cfg.user_sectors = (cfg.max_user_sectors() as f64 * 0.85) as u64;
+    cfg
+}
+
+/// What a write phase and the read after it saw.
+#[derive(Debug, PartialEq)]
+struct Seen {
+    /// Longest single-write latency of the random overwrites.
+    write_peak: Nanos,
+    /// Latency of the first read after a pause, and of the one after it.
+    read_after_pause: Nanos,
+    second_read: Nanos,
+    free_before_read: usize,
+    free_after_read: usize,
+}
+
+/// Fills the card, overwrites it at random (a fixed LCG, one write at a
+/// time, each issued when the last completed) until writes stall at the
+/// low watermark, pauses 20 ms (past the 10 ms idle detection) and reads
+/// twice.
+fn run(runway: u32, catchup: u32, seed: u64) -> Seen {
+    let cfg = card(runway, catchup);
+    let n = cfg.user_sectors;
+    let mut v = Vsl::new(cfg).unwrap();
+    let mut t = Nanos::ZERO;
+    for lba in 0..n {
+        t = v.write(t, lba, 1).unwrap();
+    }
+    let mut x = seed;
+    let mut write_peak = Nanos::ZERO;
+    for _ in 0..3 * n {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let done = v.write(t, (x >> 33) % n, 1).unwrap();
+        write_peak = write_peak.max(done - t);
+        t = done;
+    }
+    let free_before_read = v.free_lebs();
+    let at = v.busy_until().max(t) + Nanos(20_000_000);
+    let first = v.read(at, 1, 1).unwrap() - at;
+    let free_after_read = v.free_lebs();
+    let at2 = v.busy_until().max(at + first);
+    let second = v.read(at2, 2, 1).unwrap() - at2;
+    v.check_consistency();
+    Seen {
+        write_peak,
+        read_after_pause: first,
+        second_read: second,
+        free_before_read,
+        free_after_read,
+    }
+}
+
+#[test]
+fn a_runway_makes_a_stall_longer() {
+    for seed in [1u64, 2] {
+        let off = run(0, 0, seed);
+        let on = run(2, 0, seed);
+        assert!(
+            on.write_peak > off.write_peak,
+            "seed {seed}: runway 2 peak {:?}, none {:?}",
+            on.write_peak,
+            off.write_peak
+        );
+        assert_eq!(off, run(0, 0, seed), "seed {seed}: not deterministic");
+    }
+}
+
+#[test]
+fn catch_up_grooming_makes_the_read_after_a_stalled_phase_wait_once() {
+    for seed in [1u64, 2] {
+        let off = run(0, 0, seed);
+        let on = run(0, 3, seed);
+        // The write phases are the same; only the read after the pause
+        // differs.
+        assert_eq!(on.write_peak, off.write_peak, "seed {seed}");
+        assert_eq!(off.free_after_read, off.free_before_read, "seed {seed}");
+        assert!(
+            on.free_after_read >= 2 + 3 && on.free_after_read > on.free_before_read,
+            "seed {seed}: free units {} -> {} (catch-up target 5)",
+            on.free_before_read,
+            on.free_after_read
+        );
+        // A unit's collection (reads, programs, an erase) is milliseconds.
+        assert!(
+            on.read_after_pause > off.read_after_pause + Nanos(1_000_000),
+            "seed {seed}: read after the pause {:?} with catch-up, {:?} without",
+            on.read_after_pause,
+            off.read_after_pause
+        );
+        // Catch-up runs once per stalled phase: the next read is quick.
+        assert!(
+            on.second_read < Nanos(1_000_000),
+            "seed {seed}: second read {:?}",
+            on.second_read
+        );
+    }
+}
+
+#[test]
+fn a_read_holding_its_die_delays_the_next_read_on_its_bank() {
+    let t = CellTiming::MLC_2009;
+    let g = geometry();
+    let bytes = 4096;
+    let xfer = Nanos::for_bytes(bytes, t.bus_bytes_per_s * g.data_channels() as u64);
+    let second_done = |hold_die: bool| {
+        let mut a = NandArray::new(g, t);
+        a.set_read_policy(ReadPolicy {
+            hold_die,
+            ..ReadPolicy::FIFO
+        });
+        let first = a.read_unit(Nanos::ZERO, 0, bytes);
+        let second = a.read_unit(Nanos::ZERO, 0, bytes);
+        (first, second)
+    };
+    let (f0, s0) = second_done(false);
+    let (f1, s1) = second_done(true);
+    // The first read is the same; the second starts after the first's
+    // data-out instead of after its tR.
+    assert_eq!(f0, f1);
+    assert_eq!(f0, Nanos(t.read_ns) + xfer);
+    assert_eq!(s1, s0 + xfer, "held {s1:?}, not held {s0:?}, xfer {xfer:?}");
+}
