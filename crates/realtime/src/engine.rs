@@ -462,22 +462,29 @@ pub(crate) fn sync_worker(
             buf.stamp(0, io.offset, len);
         }
         let t0 = clock.now_ns();
-        let res = loop {
-            let r = if io.is_read {
-                file.read_at(&mut buf.slot_mut(0)[..len], io.offset)
-            } else {
-                file.write_at(&buf.slot(0)[..len], io.offset)
-            };
-            match r {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                r => break r,
-            }
-        };
+        let res = sync_io(file, &mut buf, &io);
         let t1 = clock.now_ns();
         if let Err(e) = check(res, &io) {
             stop.store(true, Ordering::Relaxed);
             return Err(e);
         }
         meter.record(t1, t1 - t0, io.is_read, io.len);
+    }
+}
+
+/// One blocking read or write of `io` through buffer slot 0, retried on
+/// EINTR (a write's stamp is the caller's, before its clock starts).
+pub(crate) fn sync_io(file: &File, buf: &mut IoBuffers, io: &Io) -> io::Result<usize> {
+    let len = io.len as usize;
+    loop {
+        let r = if io.is_read {
+            file.read_at(&mut buf.slot_mut(0)[..len], io.offset)
+        } else {
+            file.write_at(&buf.slot(0)[..len], io.offset)
+        };
+        match r {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
     }
 }

@@ -248,7 +248,6 @@ pub(crate) fn sync_worker_paced(
     clock: super::Clock,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<(), RealtimeError> {
-    use std::os::unix::fs::FileExt;
     fine_timer_slack();
     let mut pacer = Pacer::default();
     while let Some((at, io)) = next_rw(src)? {
@@ -270,17 +269,7 @@ pub(crate) fn sync_worker_paced(
         }
         meter.depth(1);
         let t0 = clock.now_ns();
-        let res = loop {
-            let r = if io.is_read {
-                file.read_at(&mut buf.slot_mut(0)[..len], io.offset)
-            } else {
-                file.write_at(&buf.slot(0)[..len], io.offset)
-            };
-            match r {
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                r => break r,
-            }
-        };
+        let res = super::sync_io(file, &mut buf, &io);
         let t1 = clock.now_ns();
         if let Err(e) = super::check(res, &io) {
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
