@@ -26,6 +26,8 @@ command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 # vsl pts --pdf's test reads the printed PDFs (pdfinfo, pdftotext).
 command -v pdftotext >/dev/null 2>&1 || need_apt+=(poppler-utils)
+# bench/pts_shots.py: the report screenshots, quantised to 256 colours.
+command -v pngquant >/dev/null 2>&1 || need_apt+=(pngquant)
 # bench/attach_model.sh: sysbench fileio on ext4 on the attached card.
 command -v sysbench >/dev/null 2>&1 || need_apt+=(sysbench)
 # bench/sysbench_oltp.sh: sysbench OLTP against MariaDB on the attached card.
