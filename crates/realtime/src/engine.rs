@@ -185,6 +185,23 @@ fn new_ring(entries: u32) -> io::Result<IoUring> {
     }
 }
 
+/// The submission entry of `io` on `fd` through the buffer at `ptr`,
+/// tagged with its slot.
+#[cfg(feature = "uring")]
+fn rw_entry(fd: RawFd, ptr: *mut u8, io: &Io, slot: usize) -> io_uring::squeue::Entry {
+    let len = io.len as u32;
+    if io.is_read {
+        opcode::Read::new(types::Fd(fd), ptr, len)
+            .offset(io.offset)
+            .build()
+    } else {
+        opcode::Write::new(types::Fd(fd), ptr, len)
+            .offset(io.offset)
+            .build()
+    }
+    .user_data(slot as u64)
+}
+
 /// One io_uring worker: a ring and `queue_depth` aligned buffers in one
 /// region. The ring is declared first so it is dropped (and the kernel
 /// done with the buffers) before they are freed.
@@ -252,17 +269,7 @@ impl UringWorker {
             self.bufs.stamp(slot, io.offset, io.len as usize);
         }
         let ptr = self.bufs.slot_ptr(slot);
-        let len = io.len as u32;
-        let entry = if io.is_read {
-            opcode::Read::new(types::Fd(fd), ptr, len)
-                .offset(io.offset)
-                .build()
-        } else {
-            opcode::Write::new(types::Fd(fd), ptr, len)
-                .offset(io.offset)
-                .build()
-        }
-        .user_data(slot as u64);
+        let entry = rw_entry(fd, ptr, &io, slot);
         self.slots[slot] = Slot {
             io,
             issued_ns: clock.now_ns(),

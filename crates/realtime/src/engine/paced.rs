@@ -106,7 +106,7 @@ impl UringWorker {
         clock: Clock,
         stop: &std::sync::atomic::AtomicBool,
     ) -> Result<(), RealtimeError> {
-        use io_uring::{opcode, types};
+        use io_uring::types;
         fine_timer_slack();
         let qd = self.bufs.slots();
         let mut free: Vec<usize> = (0..qd).rev().collect();
@@ -132,16 +132,7 @@ impl UringWorker {
                     self.bufs.stamp(slot, io.offset, io.len as usize);
                 }
                 let ptr = self.bufs.slot_ptr(slot);
-                let entry = if io.is_read {
-                    opcode::Read::new(types::Fd(fd), ptr, io.len as u32)
-                        .offset(io.offset)
-                        .build()
-                } else {
-                    opcode::Write::new(types::Fd(fd), ptr, io.len as u32)
-                        .offset(io.offset)
-                        .build()
-                }
-                .user_data(slot as u64);
+                let entry = super::rw_entry(fd, ptr, &io, slot);
                 self.slots[slot] = Slot {
                     io,
                     issued_ns: clock.now_ns(),
