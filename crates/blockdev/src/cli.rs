@@ -15,8 +15,8 @@ use crate::store::{CardSpec, Store, StoreHeader};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser};
 /// The card options are parsed by `device` for every command.
-pub use device::spec::{card_config, on_off, parse_fail_die, set_reliability};
-use device::{Card, CardConfig, MemberSel};
+pub use device::spec::{card_config, on_off};
+use device::{Card, CardConfig, CardSpecArgs, MemberSel, ReliabilityArgs};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -42,41 +42,11 @@ pub struct AttachArgs {
     /// it.
     #[arg(long, conflicts_with_all = ["store", "list", "foreground"])]
     pub restore: bool,
-    /// Device preset (see `vsl devices`). Default: the store's, or iodrive-duo-640-mlc.
-    #[arg(long)]
-    pub device: Option<String>,
-    /// Low-level format: stock, hp, improved-write or max-write.
-    #[arg(long, conflicts_with_all = ["capacity", "overprovision"])]
-    pub format: Option<String>,
-    /// Formatted capacity of each ioMemory device, e.g. 16G (instead of --format).
-    #[arg(long, allow_hyphen_values = true)]
-    pub capacity: Option<String>,
-    /// Over-provisioning as a percentage of the usable NAND (instead of --format).
-    #[arg(long, allow_hyphen_values = true)]
-    pub overprovision: Option<String>,
-    /// Logical sector size: 512 or 4096.
-    #[arg(long)]
-    pub sector_size: Option<String>,
-    /// ioMemory device(s) of a Duo to serve: 0, 1 or all (one block device each).
-    #[arg(long)]
-    pub member: Option<String>,
-    /// Keep this fraction of each device's erase blocks (capacity shrinks;
-    /// parallelism and timing stay).
-    #[arg(long, allow_hyphen_values = true)]
-    pub scale: Option<String>,
-    /// Garbage-collection victim selection (`vsl policies` lists them): greedy, cost-benefit, d-choices:D, fifo or windowed:W.
-    #[arg(long)]
-    pub gc_policy: Option<String>,
-    /// Data placement (`vsl policies` lists them): single (one log),
-    /// hot-cold (pools by update frequency) or streams (a pool per
-    /// --stream range). Recorded in the store with the other card options.
-    #[arg(long)]
-    pub placement: Option<String>,
-    /// A host stream for --placement streams: START-END in bytes of the
-    /// card, e.g. 0-8G (repeatable).
-    #[arg(long = "stream", value_name = "START-END")]
-    #[serde(default)]
-    pub streams: Vec<String>,
+    /// The card: on an existing store, given options replace the store's
+    /// card (all of them: unset ones take their defaults); none keeps it.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub card: CardSpecArgs,
     /// model: every I/O completes no earlier than the model says;
     /// none: serve at full emulator speed.
     #[arg(long, default_value = "model")]
@@ -127,18 +97,9 @@ pub struct AttachArgs {
     /// (keeping its --restore record; `vsl detach` removes it).
     #[arg(long)]
     pub foreground: bool,
-    /// Fail a NAND die (repeatable): [MEMBER:]DIE[@TIME], TIME after attach
-    /// (default 0). Die = bank × channels + channel; Flashback rebuilds its
-    /// reads from parity, a second die of the same stripe loses sectors.
-    #[arg(long = "fail-die", value_name = "[MEMBER:]DIE[@TIME]")]
-    pub fail_die: Vec<String>,
-    /// Flashback mode after a die failure: adaptive (rebuild the die into
-    /// reserve space) or basic (stay degraded).
-    #[arg(long, default_value = "adaptive")]
-    pub flashback: String,
-    /// Model raw bit errors, ECC, read retry and read disturb: on or off.
-    #[arg(long, default_value = "off")]
-    pub media_errors: String,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub reliability: ReliabilityArgs,
     /// Capture every request the card serves (arrival, completion, ioMemory
     /// device, op, offset, length) into this existing directory, as fio
     /// iolog v3 (trace.NNN.iolog) and blkparse text (trace.NNN.blkparse);
@@ -204,46 +165,21 @@ impl AttachArgs {
         a
     }
 
-    fn has_card_options(&self) -> bool {
-        self.device.is_some()
-            || self.format.is_some()
-            || self.capacity.is_some()
-            || self.overprovision.is_some()
-            || self.sector_size.is_some()
-            || self.member.is_some()
-            || self.scale.is_some()
-            || self.gc_policy.is_some()
-            || self.placement.is_some()
-            || !self.streams.is_empty()
-    }
-
     /// The card options as the store records them.
     pub fn card_spec(&self) -> CardSpec {
-        let d = |o: &Option<String>, v: &str| o.clone().unwrap_or_else(|| v.to_string());
-        CardSpec {
-            device: d(&self.device, "iodrive-duo-640-mlc"),
-            format: d(&self.format, "stock"),
-            capacity: self.capacity.clone(),
-            overprovision: self.overprovision.clone(),
-            sector_size: d(&self.sector_size, "4096"),
-            member: d(&self.member, "all"),
-            scale: d(&self.scale, "1"),
-            gc_policy: d(&self.gc_policy, "greedy"),
-            placement: self.placement.clone(),
-            streams: self.streams.clone(),
-        }
+        self.card.spec()
     }
 }
 
 /// Resolves the card and the store header it needs.
 fn resolve(a: &AttachArgs, store: &Path) -> Result<(CardConfig, StoreHeader)> {
     let existing = Store::read_header(store)?;
-    let spec = match (&existing, a.has_card_options()) {
+    let spec = match (&existing, a.card.any()) {
         (Some(h), false) => h.card.clone(),
         _ => a.card_spec(),
     };
     let mut card = card_config(&spec)?;
-    set_reliability(&mut card, &a.fail_die, &a.flashback, &a.media_errors)?;
+    a.reliability.apply(&mut card)?;
     let members: Vec<u32> = match card.member {
         MemberSel::All => (0..card.preset.members).collect(),
         MemberSel::One(i) => vec![i],
@@ -410,15 +346,12 @@ fn attach(mut a: AttachArgs) -> Result<()> {
     // Bad card options (stream ranges beyond the card included) and
     // failure options are refused before anything needs root.
     {
-        let spec = match (
-            Store::read_header(&store).ok().flatten(),
-            a.has_card_options(),
-        ) {
+        let spec = match (Store::read_header(&store).ok().flatten(), a.card.any()) {
             (Some(h), false) => h.card,
             _ => a.card_spec(),
         };
         let mut c = card_config(&spec)?;
-        set_reliability(&mut c, &a.fail_die, &a.flashback, &a.media_errors)?;
+        a.reliability.apply(&mut c)?;
         c.check()?;
     }
     preflight()?;

@@ -120,47 +120,11 @@ pub struct TortureArgs {
 /// The card and how it is formatted.
 #[derive(Args, Debug, Clone)]
 pub struct CardArgs {
-    /// Device preset (see `vsl devices`), or a preset file PATH.toml.
-    #[arg(long, default_value = "iodrive-duo-640-mlc")]
-    pub device: String,
-    /// Low-level format: stock, hp, improved-write or max-write.
-    #[arg(long, default_value = "stock", conflicts_with_all = ["capacity", "overprovision"])]
-    pub format: String,
-    /// Formatted capacity of each ioMemory device, e.g. 200G (instead of --format).
-    #[arg(long, allow_hyphen_values = true)]
-    pub capacity: Option<String>,
-    /// Over-provisioning as a percentage of the usable NAND, e.g. 36% (instead of --format).
-    #[arg(long, allow_hyphen_values = true)]
-    pub overprovision: Option<String>,
-    /// Logical sector size: 512 or 4096.
-    #[arg(long, default_value = "4096")]
-    pub sector_size: String,
-    /// ioMemory device(s) of a Duo to use: 0, 1 or all (RAID 0 across both).
-    #[arg(long, default_value = "all")]
-    pub member: String,
+    #[command(flatten)]
+    pub spec: device::CardSpecArgs,
     /// RAID 0 chunk size across members.
     #[arg(long, default_value = "512k")]
     pub chunk: String,
-    /// Model this fraction of the card, for quick runs: each erase block
-    /// keeps this fraction of its pages (capacity shrinks; the number of
-    /// erase blocks, parallelism and timing stay, so GC behaves as on the
-    /// full card).
-    #[arg(long, default_value = "1", allow_hyphen_values = true)]
-    pub scale: String,
-    /// Garbage-collection victim selection: greedy, cost-benefit,
-    /// d-choices:D, fifo or windowed:W (see `vsl policies`).
-    #[arg(long, default_value = "greedy")]
-    pub gc_policy: String,
-    /// Data placement: single (one log), hot-cold (pools by update
-    /// frequency, learnt online) or streams (a pool per --stream range);
-    /// see `vsl policies`.
-    #[arg(long, default_value = "single")]
-    pub placement: String,
-    /// A host stream for --placement streams: START-END in bytes of the
-    /// card, e.g. 0-64G (repeatable; on a striped card, boundaries on the
-    /// stripe, e.g. 1 MiB on a Duo).
-    #[arg(long = "stream", value_name = "START-END")]
-    pub streams: Vec<String>,
     /// When GC runs: paced (grooming interleaved with host writes at a pace
     /// set by free space) or legacy (idle time plus stop-the-world).
     #[arg(long, default_value = "paced")]
@@ -189,21 +153,8 @@ pub struct CardArgs {
     /// A Duo's external power cable: on, or off (writes throttled to the slot's 24.75 W).
     #[arg(long, default_value = "on")]
     pub external_power: String,
-    /// Fail a NAND die (repeatable): [MEMBER:]DIE[@TIME] (TIME: virtual
-    /// time from the start of the measured run, after --precondition and
-    /// --warmup; default 0). Die = bank × channels + channel;
-    /// Flashback rebuilds its reads from parity; two dies of one stripe
-    /// lose the sectors they shared.
-    #[arg(long = "fail-die", value_name = "[MEMBER:]DIE[@TIME]")]
-    pub fail_die: Vec<String>,
-    /// Flashback mode after a die failure: adaptive (rebuild the die into
-    /// reserve space, then carry on) or basic (stay degraded).
-    #[arg(long, default_value = "adaptive")]
-    pub flashback: String,
-    /// Model raw bit errors (wear, retention, read disturb), ECC, read
-    /// retry and error-driven block retirement: on or off.
-    #[arg(long, default_value = "off")]
-    pub media_errors: String,
+    #[command(flatten)]
+    pub reliability: device::ReliabilityArgs,
 }
 
 /// The workload, spelled as fio spells it.
@@ -443,18 +394,9 @@ pub struct ReviewArgs {
     /// Fraction of the card modelled targets keep (overrides the plan).
     #[arg(long, allow_hyphen_values = true)]
     pub scale: Option<String>,
-    /// GC victim policy of every modelled target without its own `gc=`
-    /// (greedy, cost-benefit, d-choices:D, fifo, windowed:W; see `vsl policies`).
-    #[arg(long, default_value = "greedy")]
-    pub gc_policy: String,
-    /// Data placement of every modelled target: single, hot-cold or
-    /// streams (with --stream); see `vsl policies`.
-    #[arg(long, default_value = "single")]
-    pub placement: String,
-    /// A host stream for --placement streams: START-END in bytes, e.g.
-    /// 0-64G (repeatable).
-    #[arg(long = "stream", value_name = "START-END")]
-    pub streams: Vec<String>,
+    /// GC victim policy and placement of every modelled target.
+    #[command(flatten)]
+    pub policy: device::PolicyArgs,
     /// No progress or summary (errors still go to stderr).
     #[arg(long, short)]
     pub quiet: bool,

@@ -7,7 +7,6 @@ use crate::pts_real::{confirm_purge, RealPts};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use ftl::GcMode;
-use ftl::GcPolicy;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lab::pts::{preflight, run_test, ModelPts, PtsClass, PtsPlan, PtsTarget, PtsTest, TestResult};
 use serde::{Deserialize, Serialize};
@@ -83,9 +82,9 @@ pub struct PtsArgs {
     /// GC mode of modelled targets: paced (default) or legacy.
     #[arg(long, default_value = "paced")]
     pub gc_mode: String,
-    /// GC victim policy of modelled targets without their own gc=.
-    #[arg(long, default_value = "greedy")]
-    pub gc_policy: String,
+    /// GC victim policy and placement of modelled targets.
+    #[command(flatten)]
+    pub policy: device::PolicyArgs,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Purge block devices without asking.
@@ -222,11 +221,8 @@ fn open_target(spec: &str, a: &PtsArgs, scale: f64) -> Result<Box<dyn PtsTarget>
         let mem = realtime::IoMem::parse(&a.mem).map_err(|e| anyhow!("--mem: {e}"))?;
         return Ok(Box::new(RealPts::open(spec, mem)?));
     }
-    let policy: GcPolicy = a
-        .gc_policy
-        .parse()
-        .map_err(|e: String| anyhow!("--gc-policy: {e}"))?;
-    let mut cfg = crate::cmd_review::model_config(spec, scale, policy)?;
+    let mut cfg = crate::cmd_review::model_config(spec, scale, a.policy.gc_policy()?)?;
+    cfg.placement = a.policy.placement()?;
     cfg.gc_seed = a.seed;
     cfg.gc_mode = a
         .gc_mode

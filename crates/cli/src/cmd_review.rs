@@ -100,11 +100,8 @@ pub fn review(a: ReviewArgs) -> Result<()> {
             .filter(|v| *v > 0.0 && *v <= 1.0)
             .ok_or_else(|| anyhow!("--scale: '{s}' must be a number in (0, 1]"))?;
     }
-    let gc_policy: GcPolicy = a
-        .gc_policy
-        .parse()
-        .map_err(|e: String| anyhow!("--gc-policy: {e}"))?;
-    let placement = crate::placement_args::parse_placement(&a.placement, &a.streams)?;
+    let gc_policy = a.policy.gc_policy()?;
+    let placement = a.policy.placement()?;
     plan.targets.extend(a.targets.iter().cloned());
     if plan.targets.is_empty() {
         bail!("no targets: give --target PRESET:FORMAT (e.g. iodrive-duo-640-mlc:stock) or file:PATH:SIZE, or a plan with targets");

@@ -13,18 +13,7 @@ use workload::{BlockSizes, Distribution, Extent, PlannedSpec, Profile, WorkloadS
 /// Builds the card configuration from the command line (the same parsing
 /// `vsl attach` uses, so both spell a card the same way).
 pub fn card_config(a: &CardArgs) -> Result<CardConfig> {
-    let spec = device::CardSpec {
-        device: a.device.clone(),
-        format: a.format.clone(),
-        capacity: a.capacity.clone(),
-        overprovision: a.overprovision.clone(),
-        sector_size: a.sector_size.clone(),
-        member: a.member.clone(),
-        scale: a.scale.clone(),
-        gc_policy: a.gc_policy.clone(),
-        placement: None,
-        streams: Vec::new(),
-    };
+    let spec = a.spec.spec();
     let mut c = device::card_config(&spec)?;
     // Virtual-time runs carry no data: no per-slot sequence numbers.
     c.track_sequence = false;
@@ -81,8 +70,7 @@ pub fn card_config(a: &CardArgs) -> Result<CardConfig> {
         "off" => false,
         s => bail!("--external-power: '{s}' (expected on or off)"),
     };
-    device::set_reliability(&mut c, &a.fail_die, &a.flashback, &a.media_errors)?;
-    c.placement = crate::placement_args::parse_placement(&a.placement, &a.streams)?;
+    a.reliability.apply(&mut c)?;
     Ok(c)
 }
 

@@ -21,7 +21,6 @@ pub mod cmd_validate;
 pub mod fio_output;
 pub mod health_series;
 pub mod output;
-pub mod placement_args;
 pub mod pts_real;
 pub mod pts_report;
 pub mod realdev;

@@ -34,5 +34,8 @@ pub use flashback::{DieFailure, MediaReport, ReliabilityOptions};
 pub use health::{HealthPoint, HealthReport, HealthState, Throttle};
 pub use preset::{DataSheet, Format, Preset, VslParams};
 pub use preset_file::presets;
-pub use spec::{card_config, parse_placement, set_reliability, CardSpec};
+pub use spec::{
+    card_config, parse_placement, set_reliability, CardSpec, CardSpecArgs, PolicyArgs,
+    ReliabilityArgs,
+};
 pub use thermal::Environment;

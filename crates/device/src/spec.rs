@@ -8,7 +8,7 @@
 use crate::card::{CardConfig, DeviceError, MemberSel};
 use crate::flashback::DieFailure;
 use crate::preset::{Format, Preset};
-use ftl::PlacementSpec;
+use ftl::{GcPolicy, PlacementSpec};
 use serde::{Deserialize, Serialize};
 use workload::units::{parse_duration_ns, parse_percent, parse_size};
 
@@ -53,6 +53,158 @@ impl CardSpec {
     }
 }
 
+/// The card options on the command line: one definition, flattened into
+/// every command that takes a card (`vsl run`, `replay`, `attach`, ...), so
+/// that each spells and documents them the same way. An option not given is
+/// `None`: [`CardSpecArgs::spec`] fills in the defaults, and `vsl attach` on
+/// an existing store keeps the store's card when none is given
+/// ([`CardSpecArgs::any`]). Serialized field by field (an attach record keeps
+/// them), each absent one taking its default.
+#[derive(clap::Args, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct CardSpecArgs {
+    /// Device preset (see `vsl devices`), or a preset file PATH.toml
+    /// [default: iodrive-duo-640-mlc; attach: the store's].
+    #[arg(long, value_name = "PRESET")]
+    pub device: Option<String>,
+    /// Low-level format: stock, hp, improved-write or max-write [default:
+    /// stock].
+    #[arg(long, conflicts_with_all = ["capacity", "overprovision"])]
+    pub format: Option<String>,
+    /// Formatted capacity of each ioMemory device, e.g. 200G (instead of
+    /// --format).
+    #[arg(long, allow_hyphen_values = true)]
+    pub capacity: Option<String>,
+    /// Over-provisioning as a percentage of the usable NAND, e.g. 36%
+    /// (instead of --format).
+    #[arg(long, allow_hyphen_values = true)]
+    pub overprovision: Option<String>,
+    /// Logical sector size: 512 or 4096 [default: 4096].
+    #[arg(long)]
+    pub sector_size: Option<String>,
+    /// ioMemory device(s) of a Duo: 0, 1 or all (a run stripes RAID 0
+    /// across both; attach serves one block device each) [default: all].
+    #[arg(long)]
+    pub member: Option<String>,
+    /// Model this fraction of the card, for quick runs: each erase block
+    /// keeps this fraction of its pages (capacity shrinks; the number of
+    /// erase blocks, parallelism and timing stay, so GC behaves as on the
+    /// full card) [default: 1].
+    #[arg(long, allow_hyphen_values = true)]
+    pub scale: Option<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub policy: PolicyArgs,
+}
+
+/// The FTL's policies on the command line, for every command that takes a
+/// card or modelled targets (`vsl run`, `review`, `pts`, `attach`, ...):
+/// GC victim selection and data placement.
+#[derive(clap::Args, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct PolicyArgs {
+    /// Garbage-collection victim selection: greedy, cost-benefit,
+    /// d-choices:D, fifo or windowed:W (see `vsl policies`; a review or
+    /// PTS target's own gc= overrides it) [default: greedy].
+    #[arg(long)]
+    pub gc_policy: Option<String>,
+    /// Data placement: single (one log), hot-cold (pools by update
+    /// frequency, learnt online) or streams (a pool per --stream range);
+    /// see `vsl policies` [default: single].
+    #[arg(long)]
+    pub placement: Option<String>,
+    /// A host stream for --placement streams: START-END in bytes of the
+    /// card, e.g. 0-64G (repeatable; on a striped card, boundaries on the
+    /// stripe, e.g. 1 MiB on a Duo).
+    #[arg(long = "stream", value_name = "START-END")]
+    pub streams: Vec<String>,
+}
+
+impl PolicyArgs {
+    /// The GC victim policy (greedy unless given).
+    pub fn gc_policy(&self) -> Result<GcPolicy, DeviceError> {
+        self.gc_policy
+            .as_deref()
+            .unwrap_or("greedy")
+            .parse()
+            .map_err(|e: String| bad(format!("--gc-policy: {e}")))
+    }
+
+    /// The placement with its streams (single unless given).
+    pub fn placement(&self) -> Result<PlacementSpec, DeviceError> {
+        match &self.placement {
+            Some(p) => parse_placement(p, &self.streams),
+            None if !self.streams.is_empty() => {
+                Err(bad("--stream: needs --placement streams".into()))
+            }
+            None => Ok(PlacementSpec::Single),
+        }
+    }
+}
+
+impl CardSpecArgs {
+    /// Whether any card option was given.
+    pub fn any(&self) -> bool {
+        *self != CardSpecArgs::default()
+    }
+
+    /// The card these options spell, defaults filled in.
+    pub fn spec(&self) -> CardSpec {
+        let d = |o: &Option<String>, v: &str| o.clone().unwrap_or_else(|| v.to_string());
+        CardSpec {
+            device: d(&self.device, "iodrive-duo-640-mlc"),
+            format: d(&self.format, "stock"),
+            capacity: self.capacity.clone(),
+            overprovision: self.overprovision.clone(),
+            sector_size: d(&self.sector_size, "4096"),
+            member: d(&self.member, "all"),
+            scale: d(&self.scale, "1"),
+            gc_policy: d(&self.policy.gc_policy, "greedy"),
+            placement: self.policy.placement.clone(),
+            streams: self.policy.streams.clone(),
+        }
+    }
+}
+
+/// `--fail-die`, `--flashback` and `--media-errors`, for every command that
+/// takes a card (see [`set_reliability`]).
+#[derive(clap::Args, Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct ReliabilityArgs {
+    /// Fail a NAND die (repeatable): [MEMBER:]DIE[@TIME], TIME from the
+    /// start of the measured run (after --precondition and --warmup) or
+    /// from attach (default 0). Die = bank × channels + channel; Flashback
+    /// rebuilds its reads from parity, and two dies of one stripe lose the
+    /// sectors they shared.
+    #[arg(long = "fail-die", value_name = "[MEMBER:]DIE[@TIME]")]
+    pub fail_die: Vec<String>,
+    /// Flashback mode after a die failure: adaptive (rebuild the die into
+    /// reserve space, then carry on) or basic (stay degraded).
+    #[arg(long, default_value = "adaptive")]
+    pub flashback: String,
+    /// Model raw bit errors (wear, retention, read disturb), ECC, read
+    /// retry and error-driven block retirement: on or off.
+    #[arg(long, default_value = "off")]
+    pub media_errors: String,
+}
+
+impl Default for ReliabilityArgs {
+    fn default() -> Self {
+        ReliabilityArgs {
+            fail_die: Vec::new(),
+            flashback: "adaptive".into(),
+            media_errors: "off".into(),
+        }
+    }
+}
+
+impl ReliabilityArgs {
+    /// Sets `c`'s die failures, Flashback mode and media-error model.
+    pub fn apply(&self, c: &mut CardConfig) -> Result<(), DeviceError> {
+        set_reliability(c, &self.fail_die, &self.flashback, &self.media_errors)
+    }
+}
+
 fn bad(message: String) -> DeviceError {
     DeviceError::Config(message)
 }
@@ -80,17 +232,13 @@ pub fn card_config(a: &CardSpec) -> Result<CardConfig, DeviceError> {
         .ok()
         .filter(|s| *s > 0.0 && *s <= 1.0)
         .ok_or_else(|| bad(format!("--scale: '{}' must be a number in (0, 1]", a.scale)))?;
-    c.gc_policy = a
-        .gc_policy
-        .parse()
-        .map_err(|e: String| bad(format!("--gc-policy: {e}")))?;
-    match &a.placement {
-        Some(p) => c.placement = parse_placement(p, &a.streams)?,
-        None if !a.streams.is_empty() => {
-            return Err(bad("--stream: needs --placement streams".into()))
-        }
-        None => {}
-    }
+    let policy = PolicyArgs {
+        gc_policy: Some(a.gc_policy.clone()),
+        placement: a.placement.clone(),
+        streams: a.streams.clone(),
+    };
+    c.gc_policy = policy.gc_policy()?;
+    c.placement = policy.placement()?;
     c.track_sequence = true;
     Ok(c)
 }
@@ -273,5 +421,111 @@ mod tests {
         assert_eq!(c.reliability.fail_dies.len(), 1);
         assert_eq!(c.reliability.fail_dies[0].at_ns, 1_000_000_000);
         assert!(!c.reliability.adaptive && c.reliability.media_errors);
+    }
+
+    #[test]
+    fn placement_spellings_and_one_line_errors() {
+        assert_eq!(
+            parse_placement("single", &[]).unwrap(),
+            PlacementSpec::Single
+        );
+        assert_eq!(
+            parse_placement("streams", &["0-1M".into(), "2M-4M".into()]).unwrap(),
+            PlacementSpec::Streams(vec![(0, 1 << 20), (2 << 20, 4 << 20)])
+        );
+        for (name, streams, want) in [
+            ("warm", vec![], "unknown placement"),
+            (
+                "streams",
+                vec!["0-2M".to_string(), "1M-3M".to_string()],
+                "overlap",
+            ),
+            ("streams", vec!["4M-1M".to_string()], "empty"),
+            ("streams", vec!["x".to_string()], "START-END"),
+            ("streams", vec!["0-0".to_string()], "empty"),
+            ("streams", vec![], "at least one --stream"),
+            ("hot-cold", vec!["0-1M".to_string()], "--stream is for"),
+        ] {
+            let e = parse_placement(name, &streams).unwrap_err().to_string();
+            assert!(e.contains(want) && !e.contains('\n'), "{e}");
+        }
+    }
+
+    #[derive(clap::Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        card: CardSpecArgs,
+        #[command(flatten)]
+        reliability: ReliabilityArgs,
+    }
+
+    /// Issue 28: the card options are declared once; unset, they spell the
+    /// default card, and serialized they are flat (an attach record's keys).
+    #[test]
+    fn card_options_default_given_and_serialized_flat() {
+        use clap::Parser;
+        let none = Cmd::try_parse_from(["x"]).unwrap();
+        assert!(!none.card.any());
+        let spec = none.card.spec();
+        assert_eq!(
+            (
+                spec.device.as_str(),
+                spec.format.as_str(),
+                spec.member.as_str()
+            ),
+            ("iodrive-duo-640-mlc", "stock", "all")
+        );
+        assert_eq!(
+            (spec.sector_size.as_str(), spec.scale.as_str()),
+            ("4096", "1")
+        );
+        assert_eq!(spec.gc_policy, "greedy");
+        assert_eq!(none.reliability, ReliabilityArgs::default());
+        let c = card_config(&spec).unwrap();
+        assert_eq!(c.placement, PlacementSpec::Single);
+
+        let given = Cmd::try_parse_from([
+            "x",
+            "--gc-policy",
+            "fifo",
+            "--placement",
+            "streams",
+            "--stream",
+            "0-1G",
+            "--scale",
+            "0.01",
+            "--fail-die",
+            "0:1",
+        ])
+        .unwrap();
+        assert!(given.card.any());
+        assert_eq!(
+            given.card.policy.placement().unwrap(),
+            PlacementSpec::Streams(vec![(0, 1 << 30)])
+        );
+        let json = serde_json::to_value(&given.card).unwrap();
+        assert_eq!(json["gc_policy"], "fifo");
+        assert_eq!(json["stream"], serde_json::Value::Null);
+        assert_eq!(json["streams"][0], "0-1G");
+        let back: CardSpecArgs = serde_json::from_value(json).unwrap();
+        assert_eq!(back, given.card);
+        let old: CardSpecArgs =
+            serde_json::from_str(r#"{"device":"iodrive-duo-320-slc"}"#).unwrap();
+        assert_eq!(old.device.as_deref(), Some("iodrive-duo-320-slc"));
+        assert_eq!(old.policy, PolicyArgs::default());
+
+        let e = Cmd::try_parse_from(["x", "--format", "hp", "--capacity", "100G"]);
+        assert!(
+            e.is_err(),
+            "--format and --capacity together must be refused"
+        );
+        let e = PolicyArgs {
+            streams: vec!["0-1G".into()],
+            ..Default::default()
+        }
+        .placement()
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--stream") && !e.contains('\n'), "{e}");
     }
 }

@@ -317,7 +317,15 @@ mod tests {
         let policies: Vec<_> = p
             .runs
             .iter()
-            .map(|r| r.args().unwrap().card.gc_policy)
+            .map(|r| {
+                r.args()
+                    .unwrap()
+                    .card
+                    .spec
+                    .policy
+                    .gc_policy
+                    .unwrap_or_default()
+            })
             .collect();
         assert_eq!(policies, ["greedy", "d-choices:4", "windowed:16", "fifo"]);
         for bad in ["d-choices:0", "windowed:0", "lru"] {
@@ -341,7 +349,7 @@ mod tests {
         let streams: Vec<_> = p
             .runs
             .iter()
-            .map(|r| r.args().unwrap().card.streams)
+            .map(|r| r.args().unwrap().card.spec.policy.streams)
             .collect();
         assert_eq!(streams, [vec!["0-1G"], vec!["0-1G", "2G-3G"]]);
         // A lone value and the same value in a list are the same run.
