@@ -401,7 +401,11 @@ mod tests {
             let d = Nanos(1 + rng.below(300));
             let want = first_gap_by_scan(&s, ready, d);
             assert_eq!(s.first_gap(ready, d), want, "step {step}");
-            assert_eq!(s.reserve_backfill(ready, d), (want, want + d), "step {step}");
+            assert_eq!(
+                s.reserve_backfill(ready, d),
+                (want, want + d),
+                "step {step}"
+            );
             assert!(s
                 .ops
                 .iter()
