@@ -32,6 +32,18 @@ fn fails_in_one_line(args: &[&str], want: &str, out: &Path) {
     assert!(!out.exists(), "nothing written to {}", out.display());
 }
 
+/// `--test all`, in the order a run reports them.
+const ALL_TESTS: [&str; 8] = [
+    "iops",
+    "throughput",
+    "latency",
+    "wsat",
+    "hir",
+    "xsr",
+    "dirth",
+    "ecw",
+];
+
 const QUICK: &[&str] = &[
     "--scale",
     "0.01",
@@ -157,16 +169,7 @@ fn results_do_not_depend_on_the_number_of_jobs() {
             )
         })
         .collect();
-    let tests = [
-        "iops",
-        "throughput",
-        "latency",
-        "wsat",
-        "hir",
-        "xsr",
-        "dirth",
-        "ecw",
-    ];
+    let tests = ALL_TESTS;
     let want: Vec<(String, String)> = ["iodrive-duo-640-mlc:stock", "iodrive-duo-640-mlc:hp"]
         .iter()
         .flat_map(|t| tests.iter().map(move |x| (t.to_string(), x.to_string())))
@@ -591,19 +594,7 @@ fn all_tests_on_a_real_file_record_their_purge_and_set_up() {
         .iter()
         .map(|r| r["test"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        names,
-        [
-            "iops",
-            "throughput",
-            "latency",
-            "wsat",
-            "hir",
-            "xsr",
-            "dirth",
-            "ecw"
-        ]
-    );
+    assert_eq!(names, ALL_TESTS);
     for r in doc["results"].as_array().unwrap() {
         assert!(r["error"].is_null(), "{}: {}", r["test"], r["error"]);
         let purge = r["purge"].as_array().unwrap();
