@@ -11,7 +11,10 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lab::pts::{preflight, run_test, ModelPts, PtsClass, PtsPlan, PtsTarget, PtsTest, TestResult};
 use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use workload::units::{parse_duration_ns, parse_size};
 
 /// `vsl pts`: run SNIA PTS tests and write a report per test.
@@ -87,6 +90,13 @@ pub struct PtsArgs {
     pub policy: device::PolicyArgs,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Worker threads (default: the machine's CPUs). A modelled target's
+    /// tests are independent (each starts with a purge) and run as jobs of
+    /// their own, on a fresh card each, in any order; a real target's tests
+    /// run one after another in one job. The results are the same whatever
+    /// the number of jobs.
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
     /// Purge block devices without asking.
     #[arg(short = 'y', long)]
     pub yes: bool,
@@ -298,12 +308,28 @@ pub fn pts(a: PtsArgs) -> Result<()> {
         .ok()
         .filter(|v| *v > 0.0 && *v <= 1.0)
         .ok_or_else(|| anyhow!("--scale: '{}' must be a number in (0, 1]", a.scale))?;
-    // Open and check every target before anything is purged.
+    let jobs = match a.jobs {
+        Some(0) => bail!("--jobs: must be at least 1"),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    // Open and check every target before anything is purged. A modelled
+    // target is opened again for each of its tests (a fresh card each, so
+    // its tests can run at once); only real targets are kept open.
     let mut targets = Vec::new();
     for spec in &a.targets {
         let t = open_target(spec, &a, scale)?;
         preflight(&plan, &tests, t.as_ref()).map_err(|e| anyhow!("{e}"))?;
-        targets.push(t);
+        let sheet = TargetSheet {
+            label: t.label().to_string(),
+            description: t.description(),
+            time: if t.is_virtual() { "virtual" } else { "wall" }.into(),
+            capacity_bytes: t.capacity_bytes(),
+            sector_bytes: t.sector_bytes(),
+            wall_s: 0.0,
+        };
+        let kept = (!t.is_virtual()).then_some(t);
+        targets.push((spec.clone(), sheet, Mutex::new(kept)));
     }
     let blockdevs: Vec<String> = a
         .targets
@@ -325,63 +351,100 @@ pub fn pts(a: PtsArgs) -> Result<()> {
     )
     .expect("valid template")
     .progress_chars("=> ");
+    let bars: Vec<ProgressBar> = targets
+        .iter()
+        .map(|(_, sheet, _)| {
+            let bar = multi.add(ProgressBar::new(tests.len() as u64));
+            bar.set_style(style.clone());
+            bar.set_prefix(sheet.label.clone());
+            bar
+        })
+        .collect();
     let wall = std::time::Instant::now();
     // Off a terminal the bars are hidden: one plain line per step instead,
     // stamped with the wall time since the start, for a log to tail.
     let plain = !a.quiet && !std::io::stderr().is_terminal();
-    let per_target: Vec<(TargetSheet, Vec<TestResult>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = targets
-            .into_iter()
-            .map(|mut t| {
-                let bar = multi.add(ProgressBar::new(tests.len() as u64));
-                bar.set_style(style.clone());
-                bar.set_prefix(t.label().to_string());
-                let (plan, tests) = (&plan, &tests);
-                s.spawn(move || {
-                    let start = std::time::Instant::now();
-                    let label = t.label().to_string();
-                    let line = |m: &str| {
-                        if plain {
-                            eprintln!("{:>9.1} s  {label}: {m}", wall.elapsed().as_secs_f64());
-                        }
-                    };
+    let work = job_list(&targets, &tests);
+    let next = AtomicUsize::new(0);
+    // (target, first test index, results, wall seconds) per job done.
+    type Done = (usize, usize, Vec<TestResult>, f64);
+    let done: Vec<Done> = std::thread::scope(|s| -> Result<Vec<Done>> {
+        let workers: Vec<_> = (0..jobs.min(work.len()).max(1))
+            .map(|_| {
+                let (work, next, targets, bars) = (&work, &next, &targets, &bars);
+                let (plan, tests, a) = (&plan, &tests, &a);
+                s.spawn(move || -> Result<Vec<Done>> {
                     let mut out = Vec::new();
-                    for &test in tests {
-                        let r = run_test(t.as_mut(), plan, test, &mut |m| {
-                            line(m);
-                            bar.set_message(m.to_string())
-                        });
-                        line(&format!(
-                            "{} done: {} I/Os, {:.1} s target time{}",
-                            test.name(),
-                            r.ios,
-                            r.target_s,
-                            r.error
-                                .as_deref()
-                                .map(|e| format!(", error: {e}"))
-                                .unwrap_or_default()
-                        ));
-                        bar.inc(1);
-                        out.push(r);
+                    loop {
+                        let j = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&(ti, ref range)) = work.get(j) else {
+                            return Ok(out);
+                        };
+                        let (spec, sheet, kept) = &targets[ti];
+                        let mut target = match kept.lock().expect("target lock").take() {
+                            Some(t) => t,
+                            None => open_target(spec, a, scale)?,
+                        };
+                        let label = sheet.label.as_str();
+                        let bar = &bars[ti];
+                        let line = |m: &str| {
+                            if plain {
+                                eprintln!("{:>9.1} s  {label}: {m}", wall.elapsed().as_secs_f64());
+                            }
+                        };
+                        let start = std::time::Instant::now();
+                        let mut results = Vec::new();
+                        for &test in &tests[range.clone()] {
+                            let r = run_test(target.as_mut(), plan, test, &mut |m| {
+                                line(m);
+                                bar.set_message(m.to_string())
+                            });
+                            line(&format!(
+                                "{} done: {} I/Os, {:.1} s target time{}",
+                                test.name(),
+                                r.ios,
+                                r.target_s,
+                                r.error
+                                    .as_deref()
+                                    .map(|e| format!(", error: {e}"))
+                                    .unwrap_or_default()
+                            ));
+                            bar.inc(1);
+                            results.push(r);
+                        }
+                        if bar.position() == tests.len() as u64 {
+                            bar.finish_with_message("done");
+                        }
+                        out.push((ti, range.start, results, start.elapsed().as_secs_f64()));
                     }
-                    bar.finish_with_message("done");
-                    let sheet = TargetSheet {
-                        label: t.label().to_string(),
-                        description: t.description(),
-                        time: if t.is_virtual() { "virtual" } else { "wall" }.into(),
-                        capacity_bytes: t.capacity_bytes(),
-                        sector_bytes: t.sector_bytes(),
-                        wall_s: start.elapsed().as_secs_f64(),
-                    };
-                    (sheet, out)
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("pts thread panicked"))
-            .collect()
-    });
+        let mut all = Vec::new();
+        for w in workers {
+            all.extend(w.join().expect("pts worker panicked")?);
+        }
+        Ok(all)
+    })?;
+    // The results in the order of a sequential run: target by target, each
+    // target's tests in the order asked for.
+    let mut slots: Vec<Vec<Option<TestResult>>> =
+        targets.iter().map(|_| vec![None; tests.len()]).collect();
+    let mut per_target: Vec<TargetSheet> = targets.iter().map(|t| t.1.clone()).collect();
+    for (ti, first, results, secs) in done {
+        per_target[ti].wall_s += secs;
+        for (k, r) in results.into_iter().enumerate() {
+            slots[ti][first + k] = Some(r);
+        }
+    }
+    let per_target: Vec<(TargetSheet, Vec<TestResult>)> = per_target
+        .into_iter()
+        .zip(slots)
+        .map(|(sheet, rs)| {
+            let rs = rs.into_iter().map(|r| r.expect("every job ran")).collect();
+            (sheet, rs)
+        })
+        .collect();
     let wall_s = wall.elapsed().as_secs_f64();
     let mut sheets = Vec::new();
     let mut results = Vec::new();
@@ -418,6 +481,44 @@ pub fn pts(a: PtsArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// A target as the run knows it: its spec, its set-up sheet row and, for
+/// a real target, the device opened by the preflight (taken by its job).
+type Opened = (String, TargetSheet, Mutex<Option<Box<dyn PtsTarget>>>);
+
+/// The jobs of a run, as (target, range of test indices): one per test of
+/// a modelled target, one for all the tests of a real target (they share
+/// the device). Ordered for the pool, longest first as the modelled runs
+/// measured them (bench/RESULTS.md), so that no long job starts last; the
+/// order changes no result.
+fn job_list(targets: &[Opened], tests: &[PtsTest]) -> Vec<(usize, Range<usize>)> {
+    let cost = |t: PtsTest| match t {
+        PtsTest::Hir => 0,
+        PtsTest::Wsat => 1,
+        PtsTest::Iops => 2,
+        PtsTest::Ecw => 3,
+        PtsTest::Dirth => 4,
+        PtsTest::Xsr => 5,
+        PtsTest::Throughput => 6,
+        PtsTest::Latency => 7,
+    };
+    let mut work: Vec<(usize, Range<usize>)> = Vec::new();
+    for (ti, (_, sheet, _)) in targets.iter().enumerate() {
+        if sheet.time == "wall" {
+            work.push((ti, 0..tests.len()));
+        }
+    }
+    let mut order: Vec<usize> = (0..tests.len()).collect();
+    order.sort_by_key(|&k| cost(tests[k]));
+    for k in order {
+        for (ti, (_, sheet, _)) in targets.iter().enumerate() {
+            if sheet.time == "virtual" {
+                work.push((ti, k..k + 1));
+            }
+        }
+    }
+    work
 }
 
 fn print_summary(results: &[TestResult], out: &Path, wall_s: f64) {

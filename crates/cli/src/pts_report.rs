@@ -64,7 +64,7 @@ fn setup_table(setup: &SetupSheet, plan: &PtsPlan) -> Vec<Table> {
             "time",
             "capacity GB",
             "sector B",
-            "wall s",
+            "wall s (its tests, summed)",
         ]
         .map(String::from)
         .to_vec(),

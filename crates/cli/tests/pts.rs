@@ -32,6 +32,18 @@ fn fails_in_one_line(args: &[&str], want: &str, out: &Path) {
     assert!(!out.exists(), "nothing written to {}", out.display());
 }
 
+/// `--test all`, in the order a run reports them.
+const ALL_TESTS: [&str; 8] = [
+    "iops",
+    "throughput",
+    "latency",
+    "wsat",
+    "hir",
+    "xsr",
+    "dirth",
+    "ecw",
+];
+
 const QUICK: &[&str] = &[
     "--scale",
     "0.01",
@@ -90,6 +102,7 @@ fn block_size_the_device_rejects_is_one_line_before_any_io() {
         ("--round-time", "0s", "--round-time"),
         ("--dirth-qd", "1,x", "--dirth-qd: 'x' is not a whole number"),
         ("--scale", "2", "--scale: '2' must be a number in (0, 1]"),
+        ("--jobs", "0", "--jobs: must be at least 1"),
     ] {
         fails_in_one_line(
             &[
@@ -116,6 +129,58 @@ fn results_of(out: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(out.join("results.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     v["results"].clone()
+}
+
+/// A pool of workers over (target, test) runs every test on a fresh card
+/// of its own: one worker or three, the results and every CSV are the
+/// same bytes, in the same order (target by target, tests as asked).
+#[test]
+fn results_do_not_depend_on_the_number_of_jobs() {
+    let (a, b) = (tmp("jobs-1"), tmp("jobs-3"));
+    for (out, jobs) in [(&a, "1"), (&b, "3")] {
+        let mut args = vec![
+            "pts",
+            "--test",
+            "all",
+            "--target",
+            "iodrive-duo-640-mlc:stock",
+            "--target",
+            "iodrive-duo-640-mlc:hp",
+            "--jobs",
+            jobs,
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend(QUICK);
+        let o = vsl(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let read = |d: &Path, f: &str| std::fs::read(d.join(f)).unwrap();
+    let (ra, rb) = (results_of(&a), results_of(&b));
+    assert!(ra == rb, "--jobs 1 and --jobs 3 give other results");
+    let order: Vec<(String, String)> = ra
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["target"].as_str().unwrap().into(),
+                r["test"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let tests = ALL_TESTS;
+    let want: Vec<(String, String)> = ["iodrive-duo-640-mlc:stock", "iodrive-duo-640-mlc:hp"]
+        .iter()
+        .flat_map(|t| tests.iter().map(move |x| (t.to_string(), x.to_string())))
+        .collect();
+    assert_eq!(order, want, "a sequential run's order");
+    for f in ["rounds.csv", "window.csv", "timeline.csv", "steady.csv"] {
+        let f = format!("csv-all/{f}");
+        assert!(read(&a, &f) == read(&b, &f), "{f} differs");
+    }
+    let _ = std::fs::remove_dir_all(&a);
+    let _ = std::fs::remove_dir_all(&b);
 }
 
 #[test]
@@ -529,19 +594,7 @@ fn all_tests_on_a_real_file_record_their_purge_and_set_up() {
         .iter()
         .map(|r| r["test"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        names,
-        [
-            "iops",
-            "throughput",
-            "latency",
-            "wsat",
-            "hir",
-            "xsr",
-            "dirth",
-            "ecw"
-        ]
-    );
+    assert_eq!(names, ALL_TESTS);
     for r in doc["results"].as_array().unwrap() {
         assert!(r["error"].is_null(), "{}: {}", r["test"], r["error"]);
         let purge = r["purge"].as_array().unwrap();

@@ -65,6 +65,19 @@ struct PointDef {
     qd: u32,
 }
 
+/// Where the steady-state window may start.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum SteadyFrom {
+    /// Any round (tests whose first round already left the fresh state,
+    /// or that measure what does not depend on it).
+    Start,
+    /// The first round in which garbage collection moved data (a modelled
+    /// card) or by whose end one capacity was written since the purge (a
+    /// real target, whose GC is not visible), as WSAT: a fresh card's flat
+    /// line would otherwise pass the rule at once.
+    Saturated,
+}
+
 #[derive(Copy, Clone)]
 enum Metric {
     Iops,
@@ -226,8 +239,13 @@ impl Ctx<'_> {
         name: &str,
         points: &[PointDef],
         tracking: &[(usize, Metric, &str)],
+        from: SteadyFrom,
     ) -> Result<(), PtsError> {
         let mut series: Vec<Vec<f64>> = vec![Vec::new(); tracking.len()];
+        // Index of the first round the steady-state window may hold.
+        let mut first = (from == SteadyFrom::Start).then_some(0);
+        let model = self.target.free_space_units().is_some();
+        let cap = self.target.capacity_bytes();
         let mut last: VecDeque<Vec<(PointResult, LatencyStats)>> = VecDeque::new();
         let mut converged = None;
         let round_ns = self.plan.round_ns;
@@ -250,15 +268,24 @@ impl Ctx<'_> {
                 round,
                 points: this.iter().map(|p| p.0.clone()).collect(),
             });
+            if first.is_none() {
+                let saturated = if model {
+                    this.iter().any(|p| p.0.stats.gc_pages_moved > 0)
+                } else {
+                    self.written >= cap
+                };
+                first = saturated.then_some(round - 1);
+            }
             last.push_back(this);
             if last.len() > WINDOW_ROUNDS {
                 last.pop_front();
             }
             run_rounds = round;
-            if series
-                .iter()
-                .all(|s| check_window(s).is_some_and(|c| c.steady))
-            {
+            if first.is_some_and(|f| {
+                series
+                    .iter()
+                    .all(|s| check_window(&s[f..]).is_some_and(|c| c.steady))
+            }) {
                 converged = Some(round);
                 break;
             }
@@ -273,6 +300,27 @@ impl Ctx<'_> {
                 rounds_run: run_rounds,
                 window,
                 slope_line: slope_line(s),
+            });
+        }
+        if from == SteadyFrom::Saturated {
+            self.res.notes.push(match first {
+                Some(f) => format!(
+                    "{name}steady state searched from round {} (the first after {})",
+                    f + 1,
+                    if model {
+                        "garbage collection first moved data"
+                    } else {
+                        "one capacity written"
+                    }
+                ),
+                None => format!(
+                    "{name}steady state not searched: {} in {run_rounds} rounds",
+                    if model {
+                        "garbage collection moved no data"
+                    } else {
+                        "less than one capacity written"
+                    }
+                ),
             });
         }
         if converged.is_none() {
@@ -461,7 +509,7 @@ fn iops(ctx: &mut Ctx) -> Result<(), PtsError> {
         .position(|p| p.read_pct == 0.0 && p.bs == track_bs)
         .expect("0/100 is in the matrix");
     let var = format!("IOPS 0/100 {}", bs_label(track_bs));
-    ctx.rounds("", &points, &[(i, Metric::Iops, &var)])
+    ctx.rounds("", &points, &[(i, Metric::Iops, &var)], SteadyFrom::Start)
 }
 
 fn throughput(ctx: &mut Ctx) -> Result<(), PtsError> {
@@ -493,6 +541,7 @@ fn throughput(ctx: &mut Ctx) -> Result<(), PtsError> {
             &format!("{l}: "),
             &points,
             &[(0, Metric::MbPerS, &w), (1, Metric::MbPerS, &r)],
+            SteadyFrom::Start,
         )?;
     }
     Ok(())
@@ -528,7 +577,12 @@ fn latency(ctx: &mut Ctx) -> Result<(), PtsError> {
         .iter()
         .position(|p| p.read_pct == 0.0 && p.bs == 4 * KIB)
         .unwrap_or(points.len() - 1);
-    ctx.rounds("", &points, &[(i, Metric::LatAvg, "ART µs 0/100 4KiB")])
+    ctx.rounds(
+        "",
+        &points,
+        &[(i, Metric::LatAvg, "ART µs 0/100 4KiB")],
+        SteadyFrom::Start,
+    )
 }
 
 fn wsat(ctx: &mut Ctx) -> Result<(), PtsError> {
@@ -618,6 +672,7 @@ fn hir(ctx: &mut Ctx) -> Result<(), PtsError> {
         "preconditioning: ",
         std::slice::from_ref(&point),
         &[(0, Metric::Iops, "IOPS RND 4KiB W")],
+        SteadyFrom::Saturated,
     )?;
     let s = ctx.active(&point.spec);
     let burst = ctx.plan.scaled_ns(HIR_BURST_S);
@@ -734,6 +789,7 @@ fn dirth(ctx: &mut Ctx, ecw: bool) -> Result<(), PtsError> {
         "preconditioning: ",
         std::slice::from_ref(&top),
         &[(0, Metric::Iops, &format!("IOPS {name} {}", top.label))],
+        SteadyFrom::Start,
     )?;
     // The preconditioning window is not a result of the test.
     let pre_window = std::mem::take(&mut ctx.res.window);
@@ -748,6 +804,7 @@ fn dirth(ctx: &mut Ctx, ecw: bool) -> Result<(), PtsError> {
         "T×Q: ",
         &points,
         &[(0, Metric::Iops, &format!("IOPS {name} {}", top.label))],
+        SteadyFrom::Start,
     )?;
     ctx.res.notes.push(format!(
         "rounds 1..{pre_rounds} of the round list are preconditioning at {}, the rest the T×Q grid",
@@ -961,6 +1018,10 @@ mod steady_decisions {
     struct Scripted {
         series: Vec<f64>,
         next: usize,
+        /// A modelled card whose GC first moves data in this run (0-based),
+        /// or `None`: a real target.
+        gc_from: Option<usize>,
+        capacity: u64,
     }
 
     impl PtsTarget for Scripted {
@@ -974,7 +1035,7 @@ mod steady_decisions {
             true
         }
         fn capacity_bytes(&self) -> u64 {
-            1 << 30
+            self.capacity
         }
         fn sector_bytes(&self) -> u32 {
             512
@@ -985,19 +1046,26 @@ mod steady_decisions {
         fn idle(&mut self, _: u64) -> Result<(), PtsError> {
             Ok(())
         }
+        fn free_space_units(&self) -> Option<f64> {
+            self.gc_from.map(|_| 1.0)
+        }
         fn run(&mut self, _: &WorkloadSpec, o: &RunOptions) -> Result<RunResult, PtsError> {
             let iops = self.series[self.next.min(self.series.len() - 1)];
+            let moved = self.gc_from.is_some_and(|g| self.next >= g);
             self.next += 1;
             let totals = IntervalStats {
                 iops,
                 ios: (iops * o.duration_ns as f64 / 1e9) as u64,
+                gc_pages_moved: if moved { 100 } else { 0 },
                 ..Default::default()
             };
+            let writes = totals.ios;
             Ok(RunResult {
                 summary: Summary {
                     totals,
                     reads: 0,
-                    writes: 0,
+                    // Every I/O a 4 KiB write (what `written` counts).
+                    writes,
                     bytes: 0,
                     virtual_s: o.duration_ns as f64 / 1e9,
                     precondition_s: 0.0,
@@ -1013,12 +1081,27 @@ mod steady_decisions {
     }
 
     fn decide(series: Vec<f64>, max_rounds: usize) -> TestResult {
+        decide_from(series, max_rounds, SteadyFrom::Start, None, 1 << 40)
+    }
+
+    fn decide_from(
+        series: Vec<f64>,
+        max_rounds: usize,
+        from: SteadyFrom,
+        gc_from: Option<usize>,
+        capacity: u64,
+    ) -> TestResult {
         let plan = PtsPlan {
             max_rounds,
             round_ns: 1_000_000_000,
             ..PtsPlan::default()
         };
-        let mut t = Scripted { series, next: 0 };
+        let mut t = Scripted {
+            series,
+            next: 0,
+            gc_from,
+            capacity,
+        };
         let mut ctx = Ctx {
             plan: &plan,
             target: &mut t,
@@ -1036,7 +1119,8 @@ mod steady_decisions {
             threads: 1,
             qd: 1,
         };
-        ctx.rounds("", &[p], &[(0, Metric::Iops, "IOPS")]).unwrap();
+        ctx.rounds("", &[p], &[(0, Metric::Iops, "IOPS")], from)
+            .unwrap();
         ctx.res
     }
 
@@ -1076,5 +1160,54 @@ mod steady_decisions {
         assert_eq!(r.rounds.len(), c);
         let (a, b) = r.steady[0].slope_line.unwrap();
         assert!((a - b).abs() / 1700.0 <= 0.10);
+    }
+
+    /// HIR's preconditioning: a fresh card's level line is not steady
+    /// state; the window may start only in the round GC first moved data.
+    #[test]
+    fn a_fresh_level_line_is_not_steady_before_gc_moves_data() {
+        let level = vec![243_000.0; 30];
+        let r = decide_from(level.clone(), 25, SteadyFrom::Saturated, Some(7), 1 << 40);
+        // GC first moves data in round 8: the window is rounds 8..12.
+        assert_eq!(r.steady[0].converged_round, Some(12));
+        assert!(
+            r.notes[0].contains("searched from round 8"),
+            "{:?}",
+            r.notes
+        );
+        // The same series from the start is steady at once.
+        assert_eq!(decide(level.clone(), 25).steady[0].converged_round, Some(5));
+        // GC never moves data: never steady, and the report says why.
+        let r = decide_from(level, 25, SteadyFrom::Saturated, Some(99), 1 << 40);
+        assert_eq!(r.steady[0].converged_round, None);
+        assert_eq!(r.rounds.len(), 25);
+        assert!(
+            r.notes[0].contains("moved no data in 25 rounds"),
+            "{:?}",
+            r.notes
+        );
+    }
+
+    /// A real target (no GC visible): the search starts in the round by
+    /// whose end one capacity was written since the purge.
+    #[test]
+    fn a_real_target_is_searched_after_one_capacity_written() {
+        // 1000 IOPS for 1 s rounds: 1000 writes of 4 KiB a round; one
+        // capacity is six rounds' writes.
+        let cap = 6 * 1000 * 4096;
+        let r = decide_from(vec![1000.0; 30], 25, SteadyFrom::Saturated, None, cap);
+        assert_eq!(r.steady[0].converged_round, Some(10));
+        assert!(
+            r.notes[0].contains("searched from round 6 (the first after one capacity written)"),
+            "{:?}",
+            r.notes
+        );
+        let r = decide_from(vec![1000.0; 30], 25, SteadyFrom::Saturated, None, 1 << 40);
+        assert_eq!(r.steady[0].converged_round, None);
+        assert!(
+            r.notes[0].contains("less than one capacity written"),
+            "{:?}",
+            r.notes
+        );
     }
 }

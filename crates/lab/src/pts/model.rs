@@ -15,6 +15,10 @@ pub struct ModelPts {
     config: CardConfig,
     card: Card,
     now: Nanos,
+    /// The card has done no I/O since it was built: a purge need not
+    /// build another (the same config builds the same card), and a job's
+    /// first purge holds one full-size card in memory, not two.
+    fresh: bool,
 }
 
 impl ModelPts {
@@ -26,6 +30,7 @@ impl ModelPts {
             config,
             card,
             now: Nanos::ZERO,
+            fresh: true,
         })
     }
 
@@ -60,8 +65,11 @@ impl PtsTarget for ModelPts {
         self.card.sector_bytes()
     }
     fn purge(&mut self) -> Result<String, PtsError> {
-        self.card = Card::new(self.config.clone())
-            .map_err(|e| PtsError::Target(format!("{}: {e}", self.label)))?;
+        if !self.fresh {
+            self.card = Card::new(self.config.clone())
+                .map_err(|e| PtsError::Target(format!("{}: {e}", self.label)))?;
+            self.fresh = true;
+        }
         // Time goes on; the fresh card starts idle.
         Ok(
             "model: fresh card (every erase unit erased, map empty: secure-erase equivalent)"
@@ -69,6 +77,7 @@ impl PtsTarget for ModelPts {
         )
     }
     fn run(&mut self, spec: &WorkloadSpec, opts: &RunOptions) -> Result<RunResult, PtsError> {
+        self.fresh = false;
         let r = run(&mut self.card, spec, opts, self.now, &mut |_| {})?;
         self.now = r.end;
         Ok(r)
