@@ -278,15 +278,10 @@ fn progress_off_a_terminal_is_one_stamped_line_per_step() {
             "latency",
             "--target",
             "iodrive-duo-640-mlc:stock",
-            "--scale",
-            "0.01",
-            "--round-time",
-            "20ms",
-            "--max-rounds",
-            "5",
-            "--out",
-            out.to_str().unwrap(),
         ];
+        // QUICK's card and rounds, without its HIR cycles and -q.
+        args.extend_from_slice(&QUICK[..6]);
+        args.extend(["--out", out.to_str().unwrap()]);
         if quiet {
             args.push("-q");
         }
