@@ -509,7 +509,12 @@ fn iops(ctx: &mut Ctx) -> Result<(), PtsError> {
         .position(|p| p.read_pct == 0.0 && p.bs == track_bs)
         .expect("0/100 is in the matrix");
     let var = format!("IOPS 0/100 {}", bs_label(track_bs));
-    ctx.rounds("", &points, &[(i, Metric::Iops, &var)], SteadyFrom::Start)
+    ctx.rounds(
+        "",
+        &points,
+        &[(i, Metric::Iops, &var)],
+        SteadyFrom::Saturated,
+    )
 }
 
 fn throughput(ctx: &mut Ctx) -> Result<(), PtsError> {
@@ -789,7 +794,7 @@ fn dirth(ctx: &mut Ctx, ecw: bool) -> Result<(), PtsError> {
         "preconditioning: ",
         std::slice::from_ref(&top),
         &[(0, Metric::Iops, &format!("IOPS {name} {}", top.label))],
-        SteadyFrom::Start,
+        SteadyFrom::Saturated,
     )?;
     // The preconditioning window is not a result of the test.
     let pre_window = std::mem::take(&mut ctx.res.window);
@@ -928,6 +933,29 @@ mod tests {
         );
     }
 
+    /// WSAT's rule, as the IOPS test and DIRTH's/ECW's preconditioning
+    /// apply it: a window that converged began at or after the round in
+    /// which GC first moved data (never on the fresh card's flat line),
+    /// and a note says from where the window was searched.
+    fn assert_searched_after_gc(r: &TestResult, steady: usize, prefix: &str) {
+        if let Some(c) = r.steady[steady].converged_round {
+            let first_gc = r
+                .rounds
+                .iter()
+                .position(|rd| rd.points.iter().any(|p| p.stats.gc_pages_moved > 0))
+                .expect("converged only after GC moved data");
+            assert!(c >= first_gc + 5, "window from round {} before GC", c - 4);
+        }
+        let note = format!("{prefix}steady state ");
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.starts_with(&note) && n.contains("searched")),
+            "{:?}",
+            r.notes
+        );
+    }
+
     #[test]
     fn iops_matrix_on_4k_sectors_leaves_out_half_kib() {
         let mut plan = quick();
@@ -942,6 +970,7 @@ mod tests {
         // 100 % read 4 KiB beats 100 % write 1 MiB in IOPS.
         let get = |l: &str| r.window.iter().find(|p| p.label == l).unwrap().stats.iops;
         assert!(get("100/0 4KiB") > get("0/100 1024KiB"));
+        assert_searched_after_gc(&r, 0, "");
     }
 
     #[test]
@@ -996,6 +1025,7 @@ mod tests {
         assert!(r.error.is_none(), "{:?}", r.error);
         assert_eq!(r.window.len(), 4);
         assert_eq!(r.histograms.len(), 3);
+        assert_searched_after_gc(&r, 0, "preconditioning: ");
         let h = &r.histograms;
         assert_eq!((h[2].threads, h[2].qd), (1, 1));
         assert!(h[0].stats.iops > h[2].stats.iops);
