@@ -879,10 +879,6 @@ impl Vsl {
         (max - min > self.cfg.wear_level_spread && self.map.valid(leb) < self.spl).then_some(leb)
     }
 
-    /// Reclaims one erase unit: reads its valid sectors, appends them at the
-    /// frontier, erases it and returns it to the free list. The controller
-    /// issues every read of the victim before the moved data is programmed,
-    /// so reads on all banks overlap instead of waiting behind programs.
     /// Collects one unit as the GC mode does ([`Vsl::collect_one`] or
     /// [`Vsl::finish_victim`]); false, doing nothing, when no closed unit
     /// holds stale data.
@@ -905,6 +901,10 @@ impl Vsl {
         true
     }
 
+    /// Reclaims one erase unit: reads its valid sectors, appends them at the
+    /// frontier, erases it and returns it to the free list. The controller
+    /// issues every read of the victim before the moved data is programmed,
+    /// so reads on all banks overlap instead of waiting behind programs.
     fn collect_one(&mut self, t: Nanos) {
         let victim = self.select_victim();
         self.collect_leb(t, victim);
