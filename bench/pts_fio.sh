@@ -20,6 +20,16 @@
 # the IOPS test follows the other points of its round), kept for
 # comparison.
 #
+# AFTER=PTS_OUT_DIR2: a second lab run of the same command made right after
+# fio's (lab, fio, lab again). Each point's lab figure is then the mean of
+# the two lab windows, which brackets fio's run in time: a disk whose speed
+# drifts over the minutes of the three runs (this machine's virtio disk
+# does, docs/REALDEV.md) then moves both sides alike. Both lab figures are
+# in agreement.csv, so the lab's own spread shows.
+#
+# COMPARE_ONLY=1: compare again from the fio JSON already in PTS_OUT_DIR/fio
+# (no purge, no fio run).
+#
 # Writes PTS_OUT_DIR/fio/*.fio, *.json and agreement.csv; prints the table
 # and a summary line.
 set -euo pipefail
@@ -77,16 +87,32 @@ time_based=1
 runtime={int(p["round_ns"] / 1e6)}ms
 """)
 PY
-  echo "fio: purge (punch-hole) of $file" >&2
-  fallocate --punch-hole --offset 0 --length "$size" "$file"
-  sync "$file"
-  echo "fio: WIPC and $(grep -c '^\[r' "$out/fio/pts-iops.fio") point runs ($out/fio/pts-iops.fio)" >&2
-  fio --output-format=json --output="$out/fio/pts-iops.json" "$out/fio/pts-iops.fio" >/dev/null
-  python3 - "$out" > "$out/fio/agreement.csv" <<'PY'
+  if [ -n "${COMPARE_ONLY:-}" ]; then
+    [ -f "$out/fio/pts-iops.json" ] || { echo "COMPARE_ONLY: $out/fio/pts-iops.json: no fio run to compare" >&2; exit 1; }
+  else
+    echo "fio: purge (punch-hole) of $file" >&2
+    fallocate --punch-hole --offset 0 --length "$size" "$file"
+    sync "$file"
+    echo "fio: WIPC and $(grep -c '^\[r' "$out/fio/pts-iops.fio") point runs ($out/fio/pts-iops.fio)" >&2
+    fio --output-format=json --output="$out/fio/pts-iops.json" "$out/fio/pts-iops.fio" >/dev/null
+  fi
+  after=${AFTER:-}
+  if [ -n "$after" ] && [ ! -f "$after/results.json" ]; then
+    echo "AFTER=$after: no results.json there" >&2; exit 1
+  fi
+  python3 - "$out" "$after" > "$out/fio/agreement.csv" <<'PY'
 import json, sys
-out = sys.argv[1]
-d = json.load(open(f"{out}/results.json"))
-r = next(r for r in d["results"] if r["test"] == "iops" and not r.get("error"))
+out, after = sys.argv[1], sys.argv[2]
+def iops_result(o):
+    d = json.load(open(f"{o}/results.json"))
+    r = next((r for r in d["results"] if r["test"] == "iops" and not r.get("error")), None)
+    if r is None:
+        sys.exit(f"{o}/results.json: no IOPS test result")
+    return r
+r = iops_result(out)
+lab2 = {}
+if after:
+    lab2 = {(q["read_pct"], q["bs"]): q["stats"]["iops"] for q in iops_result(after)["window"]}
 rounds = r["steady"][0]["rounds_run"]
 first = max(1, rounds - 4)
 fio = {}
@@ -97,15 +123,20 @@ for j in json.load(open(f"{out}/fio/pts-iops.json"))["jobs"]:
     n, rd, bs = name[1:].split("_")
     if int(n) >= first:
         fio.setdefault((float(rd), int(bs)), []).append(j["read"]["iops"] + j["write"]["iops"])
-print("point,lab_iops,fio_iops,fio_over_lab")
+print("point,lab_iops,fio_iops,fio_over_lab,lab_before,lab_after")
 for q in r["window"]:
     key = (q["read_pct"], q["bs"])
     f = fio.get(key)
     if not f:
         continue
-    lab = q["stats"]["iops"]
+    before = q["stats"]["iops"]
+    if after and key not in lab2:
+        sys.exit(f"{after}: no point {q['label']} (not the same command?)")
+    later = lab2.get(key, before)
+    lab = (before + later) / 2
     f = sum(f) / len(f)
-    print(f"{q['label'].replace(' ', '_')},{lab:.0f},{f:.0f},{f / lab:.3f}")
+    later_s = f"{later:.0f}" if after else ""
+    print(f"{q['label'].replace(' ', '_')},{lab:.0f},{f:.0f},{f / lab:.3f},{before:.0f},{later_s}")
 PY
   column -s, -t < "$out/fio/agreement.csv"
   python3 - "$out/fio/agreement.csv" <<'PY'

@@ -775,6 +775,30 @@ impl Vsl {
             while self.pool_free() < reserve + runway {
                 rounds += 1;
                 assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
+                if self.pool_free() >= reserve {
+                    // The runway, past the low watermark: only as far as
+                    // there is a unit with something to reclaim (a small
+                    // card with little spare may have none; below the
+                    // watermark that is the device-full error, here it
+                    // only ends the runway early).
+                    let more = match self.cfg.gc_mode {
+                        GcMode::Legacy => self
+                            .best_victim(false)
+                            .filter(|&v| self.map.valid(v) < self.spl)
+                            .map(|v| self.collect_leb(t, v))
+                            .is_some(),
+                        GcMode::Paced => {
+                            (self.gc.collecting() || self.start_victim(true)) && {
+                                self.finish_victim(t);
+                                true
+                            }
+                        }
+                    };
+                    if !more {
+                        break;
+                    }
+                    continue;
+                }
                 match self.cfg.gc_mode {
                     GcMode::Legacy => self.collect_one(t),
                     GcMode::Paced => self.finish_victim(t),

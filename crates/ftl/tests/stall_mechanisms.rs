@@ -56,7 +56,10 @@ struct Seen {
 /// low watermark, pauses 20 ms (past the 10 ms idle detection) and reads
 /// twice.
 fn run(runway: u32, catchup: u32, seed: u64) -> Seen {
-    let cfg = card(runway, catchup);
+    run_with(card(runway, catchup), seed)
+}
+
+fn run_with(cfg: FtlConfig, seed: u64) -> Seen {
     let n = cfg.user_sectors;
     let mut v = Vsl::new(cfg).unwrap();
     let mut t = Nanos::ZERO;
@@ -101,6 +104,27 @@ fn a_runway_makes_a_stall_longer() {
             off.write_peak
         );
         assert_eq!(off, run(0, 0, seed), "seed {seed}: not deterministic");
+    }
+}
+
+#[test]
+fn a_runway_longer_than_the_spare_ends_early_instead_of_failing() {
+    // 40 units of runway on a 64-unit card with about 10 spare: past the
+    // low watermark the groomer collects what holds stale data and the
+    // host resumes. It used to panic ("no closed erase unit to collect").
+    for mode in [GcMode::Paced, GcMode::Legacy] {
+        let mut cfg = card(40, 0);
+        cfg.gc_mode = mode;
+        let mut none = card(0, 0);
+        none.gc_mode = mode;
+        let long = run_with(cfg, 1);
+        let short = run_with(none, 1);
+        assert!(
+            long.write_peak > short.write_peak,
+            "{mode:?}: runway 40 peak {:?}, none {:?}",
+            long.write_peak,
+            short.write_peak
+        );
     }
 }
 
