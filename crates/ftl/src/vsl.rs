@@ -193,9 +193,11 @@ impl FtlConfig {
         self.geometry.lebs().saturating_sub(self.reserved_lebs)
     }
     /// Largest formattable capacity, in sectors: every usable erase unit but
-    /// the GC reserve and one more (the open frontier) may hold user data.
+    /// the GC reserve and the open frontier's cohort (one unit on a
+    /// full-size card, `gc_stall_lebs` on a scaled one, which GC counts
+    /// taken as its first unit opens) may hold user data.
     pub fn max_user_sectors(&self) -> u64 {
-        let spare = self.gc_reserve_lebs as u64 + 1;
+        let spare = (self.gc_reserve_lebs + self.gc_stall_lebs) as u64;
         (self.usable_lebs() as u64).saturating_sub(spare) * self.slots_per_leb() as u64
     }
     /// Spare factor: 1 - user / (usable physical space).
@@ -255,7 +257,7 @@ impl FtlConfig {
                 self.user_sectors * self.sector_bytes as u64,
                 self.max_user_sectors() * self.sector_bytes as u64,
                 self.reserved_lebs,
-                self.gc_reserve_lebs + 1
+                self.gc_reserve_lebs + self.gc_stall_lebs
             ));
         }
         let unit_slots = self.slots_per_unit() as u64;
