@@ -1216,7 +1216,7 @@ impl Vsl {
         let units = self.cfg.geometry.units_per_leb();
         let sector = self.cfg.sector_bytes as u64;
         let (leb, ahead) = match self.gc.next() {
-            Some(n) => (n.0, n.2),
+            Some(n) => (n.leb, n.ahead),
             None => return,
         };
         let base = leb * self.spl;
@@ -1231,8 +1231,8 @@ impl Vsl {
             a += 1;
         }
         if let Some(next) = self.gc.next() {
-            next.1.extend(issued);
-            next.2 = a;
+            next.reads.extend(issued);
+            next.ahead = a;
         }
     }
 

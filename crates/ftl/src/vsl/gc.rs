@@ -30,6 +30,15 @@ pub(super) struct Victim {
     pub(super) ratio: f64,
 }
 
+/// A scaled card's next victim picked ahead ([`Gc::set_next`]).
+pub(super) struct NextVictim {
+    pub(super) leb: u32,
+    /// Reads issued for it, (write unit, completion).
+    pub(super) reads: VecDeque<(u32, Nanos)>,
+    /// Its first write unit whose read is not issued yet.
+    pub(super) ahead: u32,
+}
+
 pub(super) struct Gc {
     /// Picks GC victims ([`VictimPolicy`]), drawing from `prng`.
     policy: Box<dyn VictimPolicy>,
@@ -41,7 +50,7 @@ pub(super) struct Gc {
     /// A scaled card's next victim of the same GC group, picked when the
     /// read-ahead ran past the current one's end, with the reads issued
     /// for it and how far they reach ([`Gc::take_next`]).
-    next: Option<(u32, VecDeque<(u32, Nanos)>, u32)>,
+    next: Option<NextVictim>,
     /// Scratch of a whole-unit collection: read completion per write unit
     /// of the victim, and its valid slots.
     read_done: Vec<Nanos>,
@@ -114,25 +123,29 @@ impl Gc {
         self.victim = v;
     }
 
-    /// The next victim picked ahead, if any: (unit, reads, read-ahead).
+    /// The next victim picked ahead, if any.
     #[inline]
-    pub(super) fn next(&mut self) -> Option<&mut (u32, VecDeque<(u32, Nanos)>, u32)> {
+    pub(super) fn next(&mut self) -> Option<&mut NextVictim> {
         self.next.as_mut()
     }
 
     /// Picks `leb` as the next victim, its read-ahead empty so far.
     #[inline]
     pub(super) fn set_next(&mut self, leb: u32) {
-        self.next = Some((leb, VecDeque::new(), 0));
+        self.next = Some(NextVictim {
+            leb,
+            reads: VecDeque::new(),
+            ahead: 0,
+        });
     }
 
     /// Takes the next victim picked ahead, its reads becoming the reads
     /// issued ahead; returns it and how far its read-ahead reaches.
     #[inline]
     pub(super) fn take_next(&mut self) -> Option<(u32, u32)> {
-        let (leb, reads, ahead) = self.next.take()?;
-        self.reads = reads;
-        Some((leb, ahead))
+        let n = self.next.take()?;
+        self.reads = n.reads;
+        Some((n.leb, n.ahead))
     }
 
     /// Forgets the reads issued ahead.
