@@ -643,6 +643,9 @@ impl Engine {
         let mut g = self.lock();
         let inner = &mut *g;
         let done = self.submit(inner, IoKind::Read, offset, len)?;
+        // A read may run GC first (catch-up grooming, `vsl.catchup_lebs`):
+        // the store follows its moves before the read looks them up.
+        self.store_media_events(inner, None)?;
         let vsl = inner.card.member(0);
         let start = offset / self.sector;
         let count = len / self.sector;
