@@ -40,6 +40,10 @@ points=${3:-"100:4k 0:4k 65:8k 100:128k"}
 command -v fio >/dev/null || { echo "fio is not installed" >&2; exit 1; }
 [ -f "$out/results.json" ] || { echo "$out/results.json: no such file" >&2; exit 1; }
 [ -f "$file" ] || { echo "$file: no such file" >&2; exit 1; }
+after=${AFTER:-}
+if [ -n "$after" ] && [ ! -f "$after/results.json" ]; then
+  echo "AFTER=$after: no results.json there" >&2; exit 1
+fi
 mkdir -p "$out/fio"
 size=$(stat -c %s "$file")
 
@@ -49,7 +53,7 @@ if [ "$mode" = rounds ]; then
 import json, sys
 out, path, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
 d = json.load(open(f"{out}/results.json"))
-p = d["plan"]
+p = d.get("plan") or sys.exit(f"{out}/results.json: not the results of a vsl pts run (no plan)")
 r = next((r for r in d["results"] if r["test"] == "iops" and not r.get("error")), None)
 if r is None:
     sys.exit(f"{out}/results.json: no IOPS test result")
@@ -95,10 +99,6 @@ PY
     sync "$file"
     echo "fio: WIPC and $(grep -c '^\[r' "$out/fio/pts-iops.fio") point runs ($out/fio/pts-iops.fio)" >&2
     fio --output-format=json --output="$out/fio/pts-iops.json" "$out/fio/pts-iops.fio" >/dev/null
-  fi
-  after=${AFTER:-}
-  if [ -n "$after" ] && [ ! -f "$after/results.json" ]; then
-    echo "AFTER=$after: no results.json there" >&2; exit 1
   fi
   python3 - "$out" "$after" > "$out/fio/agreement.csv" <<'PY'
 import json, sys

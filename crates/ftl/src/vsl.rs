@@ -777,33 +777,17 @@ impl Vsl {
             while self.pool_free() < reserve + runway {
                 rounds += 1;
                 assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
-                if self.pool_free() >= reserve {
-                    // The runway, past the low watermark: only as far as
-                    // there is a unit with something to reclaim (a small
-                    // card with little spare may have none; below the
-                    // watermark that is the device-full error, here it
-                    // only ends the runway early).
-                    let more = match self.cfg.gc_mode {
-                        GcMode::Legacy => self
-                            .best_victim(false)
-                            .filter(|&v| self.map.valid(v) < self.spl)
-                            .map(|v| self.collect_leb(t, v))
-                            .is_some(),
-                        GcMode::Paced => {
-                            (self.gc.collecting() || self.start_victim(true)) && {
-                                self.finish_victim(t);
-                                true
-                            }
-                        }
-                    };
-                    if !more {
-                        break;
+                if self.pool_free() < reserve {
+                    match self.cfg.gc_mode {
+                        GcMode::Legacy => self.collect_one(t),
+                        GcMode::Paced => self.finish_victim(t),
                     }
-                    continue;
-                }
-                match self.cfg.gc_mode {
-                    GcMode::Legacy => self.collect_one(t),
-                    GcMode::Paced => self.finish_victim(t),
+                } else if !self.try_collect(t) {
+                    // The runway, past the low watermark, goes only as far
+                    // as some unit holds something to reclaim (a small
+                    // card's spare may not reach it; below the watermark
+                    // that is the device-full error).
+                    break;
                 }
             }
         }
@@ -901,6 +885,28 @@ impl Vsl {
     /// frontier, erases it and returns it to the free list. The controller
     /// issues every read of the victim before the moved data is programmed,
     /// so reads on all banks overlap instead of waiting behind programs.
+    /// Collects one unit as the GC mode does ([`Vsl::collect_one`] or
+    /// [`Vsl::finish_victim`]); false, doing nothing, when no closed unit
+    /// holds stale data.
+    fn try_collect(&mut self, t: Nanos) -> bool {
+        match self.cfg.gc_mode {
+            GcMode::Legacy => {
+                let victim = self.best_victim(false);
+                match victim.filter(|&v| self.map.valid(v) < self.spl) {
+                    Some(v) => self.collect_leb(t, v),
+                    None => return false,
+                }
+            }
+            GcMode::Paced => {
+                if !self.gc.collecting() && !self.start_victim(true) {
+                    return false;
+                }
+                self.finish_victim(t);
+            }
+        }
+        true
+    }
+
     fn collect_one(&mut self, t: Nanos) {
         let victim = self.select_victim();
         self.collect_leb(t, victim);
