@@ -193,9 +193,11 @@ impl FtlConfig {
         self.geometry.lebs().saturating_sub(self.reserved_lebs)
     }
     /// Largest formattable capacity, in sectors: every usable erase unit but
-    /// the GC reserve and one more (the open frontier) may hold user data.
+    /// the GC reserve and the open frontier's cohort (one unit on a
+    /// full-size card, `gc_stall_lebs` on a scaled one, which GC counts
+    /// taken as its first unit opens) may hold user data.
     pub fn max_user_sectors(&self) -> u64 {
-        let spare = self.gc_reserve_lebs as u64 + 1;
+        let spare = (self.gc_reserve_lebs + self.gc_stall_lebs) as u64;
         (self.usable_lebs() as u64).saturating_sub(spare) * self.slots_per_leb() as u64
     }
     /// Spare factor: 1 - user / (usable physical space).
@@ -255,7 +257,7 @@ impl FtlConfig {
                 self.user_sectors * self.sector_bytes as u64,
                 self.max_user_sectors() * self.sector_bytes as u64,
                 self.reserved_lebs,
-                self.gc_reserve_lebs + 1
+                self.gc_reserve_lebs + self.gc_stall_lebs
             ));
         }
         let unit_slots = self.slots_per_unit() as u64;
@@ -1081,22 +1083,28 @@ impl Vsl {
     /// Picks the next unit to collect (`urgent`: for a foreground stall,
     /// [`Vsl::best_victim`]); false if none has invalid slots.
     fn start_victim(&mut self, urgent: bool) -> bool {
-        let Some(leb) = self.best_victim(urgent) else {
-            return false;
+        let (leb, ahead) = match self.gc.take_next() {
+            Some(picked) => picked,
+            None => {
+                let Some(leb) = self.best_victim(urgent) else {
+                    return false;
+                };
+                if self.map.valid(leb) >= self.spl {
+                    return false;
+                }
+                self.gc.clear_reads();
+                self.blocks.mark_victim(leb);
+                (leb, 0)
+            }
         };
         let valid = self.map.valid(leb);
-        if valid >= self.spl {
-            return false;
-        }
         self.stats.gc_runs += 1;
-        self.gc.clear_reads();
-        self.blocks.mark_victim(leb);
         self.gc.set_victim(Some(Victim {
             leb,
             next: 0,
             read_unit: u32::MAX,
             read_done: Nanos::ZERO,
-            ahead: 0,
+            ahead,
             ratio: valid as f64 / (self.spl - valid) as f64,
         }));
         true
@@ -1170,6 +1178,9 @@ impl Vsl {
                 }
                 v.ahead += 1;
             }
+            if v.ahead >= units && unit + banks >= units {
+                self.read_ahead_next(t, unit + banks + 1 - units);
+            }
             v.read_done = self.gc.read_of(unit).unwrap_or(t);
             v.read_unit = unit;
         }
@@ -1183,6 +1194,51 @@ impl Vsl {
         self.stats.gc_sectors_moved += 1;
         if self.obs.on() {
             self.notify_moved(psa);
+        }
+    }
+
+    /// A scaled card's read-ahead past the end of a small victim: one
+    /// full-size unit's GC reads run `banks` write units ahead of its
+    /// moves without a break, so while the current victim is not its
+    /// group's last, the next one is picked now and its first `want`
+    /// units read (a full-size card restarts the read-ahead once per
+    /// unit, so nothing changes there).
+    fn read_ahead_next(&mut self, t: Nanos, want: u32) {
+        let k = self.cfg.gc_stall_lebs as usize;
+        if k <= 1 || self.pools.is_some() || self.blocks.gc_group_len() + 1 >= k {
+            return;
+        }
+        if self.gc.next().is_none() {
+            let Some(leb) = self
+                .best_victim(false)
+                .filter(|&l| self.map.valid(l) < self.spl)
+            else {
+                return;
+            };
+            self.blocks.mark_victim(leb);
+            self.gc.set_next(leb);
+        }
+        let banks = self.cfg.geometry.banks;
+        let units = self.cfg.geometry.units_per_leb();
+        let sector = self.cfg.sector_bytes as u64;
+        let (leb, ahead) = match self.gc.next() {
+            Some(n) => (n.leb, n.ahead),
+            None => return,
+        };
+        let base = leb * self.spl;
+        let mut a = ahead;
+        let mut issued = Vec::new();
+        while a < units && a < want {
+            let first = base + a * self.spu;
+            let n = self.map.count_valid(first, first + self.spu) as u64;
+            if n > 0 {
+                issued.push((a, self.nand.read_unit(t, a % banks, n * sector)));
+            }
+            a += 1;
+        }
+        if let Some(next) = self.gc.next() {
+            next.reads.extend(issued);
+            next.ahead = a;
         }
     }
 

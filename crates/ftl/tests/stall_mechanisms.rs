@@ -1,5 +1,5 @@
-//! The mechanisms of issue 29 that are available but off in every shipped
-//! preset (docs/MODEL.md, "Mechanisms available, off in every preset"):
+//! The mechanisms of issue 29, on in the ioMemory presets and off in the
+//! comparables (docs/MODEL.md, "Mechanisms (issue 29)"):
 //! a stall's runway, catch-up grooming after a stalled write phase, and a
 //! read holding its bank for its data-out. Each changes what it claims to
 //! change when on, and nothing when off.

@@ -30,6 +30,15 @@ pub(super) struct Victim {
     pub(super) ratio: f64,
 }
 
+/// A scaled card's next victim picked ahead ([`Gc::set_next`]).
+pub(super) struct NextVictim {
+    pub(super) leb: u32,
+    /// Reads issued for it, (write unit, completion).
+    pub(super) reads: VecDeque<(u32, Nanos)>,
+    /// Its first write unit whose read is not issued yet.
+    pub(super) ahead: u32,
+}
+
 pub(super) struct Gc {
     /// Picks GC victims ([`VictimPolicy`]), drawing from `prng`.
     policy: Box<dyn VictimPolicy>,
@@ -38,6 +47,10 @@ pub(super) struct Gc {
     victim: Option<Victim>,
     /// Paced GC: reads issued ahead, (unit of the victim, completion).
     reads: VecDeque<(u32, Nanos)>,
+    /// A scaled card's next victim of the same GC group, picked when the
+    /// read-ahead ran past the current one's end, with the reads issued
+    /// for it and how far they reach ([`Gc::take_next`]).
+    next: Option<NextVictim>,
     /// Scratch of a whole-unit collection: read completion per write unit
     /// of the victim, and its valid slots.
     read_done: Vec<Nanos>,
@@ -67,6 +80,7 @@ impl Gc {
             prng: Prng::from_seed(seed),
             victim: None,
             reads: VecDeque::with_capacity(banks as usize + 1),
+            next: None,
             read_done: Vec::with_capacity(units as usize),
             valid: Vec::with_capacity(spl as usize),
             debt: 0.0,
@@ -107,6 +121,31 @@ impl Gc {
     #[inline]
     pub(super) fn set_victim(&mut self, v: Option<Victim>) {
         self.victim = v;
+    }
+
+    /// The next victim picked ahead, if any.
+    #[inline]
+    pub(super) fn next(&mut self) -> Option<&mut NextVictim> {
+        self.next.as_mut()
+    }
+
+    /// Picks `leb` as the next victim, its read-ahead empty so far.
+    #[inline]
+    pub(super) fn set_next(&mut self, leb: u32) {
+        self.next = Some(NextVictim {
+            leb,
+            reads: VecDeque::new(),
+            ahead: 0,
+        });
+    }
+
+    /// Takes the next victim picked ahead, its reads becoming the reads
+    /// issued ahead; returns it and how far its read-ahead reaches.
+    #[inline]
+    pub(super) fn take_next(&mut self) -> Option<(u32, u32)> {
+        let n = self.next.take()?;
+        self.reads = n.reads;
+        Some((n.leb, n.ahead))
     }
 
     /// Forgets the reads issued ahead.
