@@ -370,6 +370,11 @@ pub struct ValidateArgs {
     /// the tests they need: a quicker look at a few rows.
     #[arg(long, value_name = "TEXT")]
     pub rows: Option<String>,
+    /// Threads (default: the machine's CPUs): with 2 or more, the stock and
+    /// hp tables run at once, each on its own cards. The rows are the same
+    /// whatever the number.
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
 }
 
 #[derive(Args, Debug)]

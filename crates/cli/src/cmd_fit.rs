@@ -67,12 +67,21 @@ pub struct FitArgs {
     /// Initial simplex step, as a share of each parameter's range.
     #[arg(long, default_value_t = 0.25)]
     pub step: f64,
-    /// Also refit without each figure and report its prediction error
-    /// (leave-one-out; one more search per figure).
+    /// Also refit without each figure and report the model's value of that
+    /// figure at the refit's parameters (leave-one-out: a prediction by a
+    /// fit that did not see it).
     #[arg(long)]
     pub loo: bool,
-    /// Nelder-Mead iterations of each leave-one-out refit (default:
-    /// --max-iters); each starts at the fitted point.
+    /// How each leave-one-out refit searches: `surrogate` (default) on a
+    /// quadratic surface fitted to every point the search evaluated, then
+    /// one model evaluation at the refit's point (at most one per figure);
+    /// `search` on the model itself, as the main search (one search per
+    /// figure: hours for a table of both formats).
+    #[arg(long, default_value = "surrogate", value_parser = ["surrogate", "search"])]
+    pub loo_method: String,
+    /// Nelder-Mead iterations of each leave-one-out refit with
+    /// `--loo-method search` (default: --max-iters); each starts at the
+    /// fitted point.
     #[arg(long)]
     pub loo_iters: Option<u64>,
     /// After the search, evaluate the fitted preset once more on a card
@@ -94,6 +103,11 @@ pub struct FitArgs {
     /// Write the report (figures, parameters, leave-one-out) as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Threads per evaluation (default: the machine's CPUs, at most 2):
+    /// with 2, a figures table of both formats runs its stock and hp tests
+    /// at once. The figures are the same whatever the number.
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
     /// List the free parameters with their ranges and exit.
     #[arg(long)]
     pub list_params: bool,
@@ -149,11 +163,25 @@ struct Report<'a> {
     search_s: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     loo_s: Option<f64>,
+    /// `--loo`: how the refits searched ("surrogate" or "search").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    loo_method: Option<String>,
+    /// `--loo-method surrogate`: the surface the refits searched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    loo_surface: Option<LooSurface>,
     /// `--confirm SCALE` and its wall time, seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     confirm_scale: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     confirm_s: Option<f64>,
+}
+
+/// The response surface leave-one-out refits searched: fitted to how many
+/// evaluated points, quadratic or (too few points) linear.
+#[derive(Serialize)]
+struct LooSurface {
+    points: usize,
+    quadratic: bool,
 }
 
 #[derive(Serialize)]
@@ -239,6 +267,28 @@ impl Evaluator<'_> {
         self.evaluated += 1;
         self.bar.inc(1);
         m
+    }
+
+    /// Every point evaluated so far (resumed ones too) whose card built:
+    /// normalised parameters and the model's figures there.
+    fn points(&self) -> Vec<(Vec<f64>, Vec<f64>)> {
+        let mut v: Vec<(Vec<f64>, Vec<f64>)> = self
+            .cache
+            .iter()
+            .filter_map(|(k, m)| {
+                let values: Vec<f64> = k.split(',').map(|v| v.parse().ok()).collect::<Option<_>>()?;
+                let x = self
+                    .free
+                    .iter()
+                    .zip(&values)
+                    .map(|(d, v)| ((v - d.lo) / (d.hi - d.lo)).clamp(0.0, 1.0))
+                    .collect();
+                Some((x, m.clone()?))
+            })
+            .collect();
+        // The cache is a hash map: sort, so the surface is the same each run.
+        v.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+        v
     }
 
     /// True when figure `j` was `value` at every point evaluated so far
@@ -330,6 +380,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
         window: a.window.clone(),
         max_precondition: a.max_precondition.clone(),
         member: device::MemberSel::parse(&a.member).map_err(|e| anyhow!("--member: {e}"))?,
+        jobs: crate::output::jobs(a.jobs).map_err(|e| anyhow!("--jobs: {e}"))?,
     };
     if let Some(p) = &a.predict {
         fit::parse_format(p).map_err(|e| anyhow!("--predict: {e}"))?;
@@ -377,11 +428,17 @@ pub fn fit(a: FitArgs) -> Result<()> {
     }
 
     let n = free.len() as u64;
+    let surrogate_loo = a.loo_method == "surrogate";
     let loo_searches = if a.loo { figures.len() as u64 } else { 0 };
     // Nelder-Mead evaluates about n + 1 points to start and 1-2 per
-    // iteration (n more on a shrink): an estimate for the bar and ETA.
-    let estimate =
-        (n + 1 + 2 * a.max_iters) + loo_searches * (n + 1 + 2 * a.loo_iters.unwrap_or(a.max_iters));
+    // iteration (n more on a shrink): an estimate for the bar and ETA. A
+    // surrogate refit costs at most one evaluation.
+    let per_loo = if surrogate_loo {
+        1
+    } else {
+        n + 1 + 2 * a.loo_iters.unwrap_or(a.max_iters)
+    };
+    let estimate = (n + 1 + 2 * a.max_iters) + loo_searches * per_loo;
     let bar = if a.quiet {
         ProgressBar::hidden()
     } else {
@@ -430,7 +487,35 @@ pub fn fit(a: FitArgs) -> Result<()> {
 
     let search_s = started.elapsed().as_secs_f64();
     let mut loo = vec![None; figures.len()];
-    if a.loo {
+    let mut loo_surface = None;
+    if a.loo && surrogate_loo {
+        let points = ev.points();
+        let s = fit::Surrogate::fit(&points).ok_or_else(|| {
+            anyhow!(
+                "leave-one-out: {} evaluated points are too few for a surface \
+                 over {n} parameters (raise --max-iters, or --loo-method search)",
+                points.len()
+            )
+        })?;
+        loo_surface = Some(LooSurface {
+            points: points.len(),
+            quadratic: s.is_quadratic(),
+        });
+        for j in 0..figures.len() {
+            if ev.constant(j, fitted_model[j]) {
+                loo[j] = Some(fitted_model[j]);
+                continue;
+            }
+            bar.set_message(format!("leave-one-out {}/{}", j + 1, figures.len()));
+            let mut use_fig = all.clone();
+            use_fig[j] = false;
+            let (bj, _) = fit::nelder_mead(&best, a.step / 2.0, a.seed, 400, &mut |x| {
+                fit::cost(&figures, &s.predict(x), &use_fig)
+            })
+            .map_err(|e| anyhow!("leave-one-out search: {e}"))?;
+            loo[j] = ev.model(&bj).map(|m| m[j]);
+        }
+    } else if a.loo {
         for j in 0..figures.len() {
             // A figure the free parameters never moved (the same value at
             // every point evaluated so far) changes the objective by a
@@ -526,6 +611,8 @@ pub fn fit(a: FitArgs) -> Result<()> {
         predictions: Vec::new(),
         search_s: 0.0,
         loo_s: None,
+        loo_method: a.loo.then(|| a.loo_method.clone()),
+        loo_surface,
         confirm_scale: None,
         confirm_s: None,
     };
@@ -645,7 +732,17 @@ fn print_report(r: &Report, resumed: usize, evaluated: usize) {
         "search {:.0} s{}{}",
         r.search_s,
         r.loo_s
-            .map(|l| format!(", leave-one-out {l:.0} s"))
+            .map(|l| format!(
+                ", leave-one-out {l:.0} s ({})",
+                match &r.loo_surface {
+                    Some(s) => format!(
+                        "refits on a {} surface of {} evaluated points, each refit's point on the model",
+                        if s.quadratic { "quadratic" } else { "linear" },
+                        s.points
+                    ),
+                    None => "refits on the model".into(),
+                }
+            ))
             .unwrap_or_default(),
         r.confirm_s
             .map(|c| format!(", confirmation {c:.0} s"))

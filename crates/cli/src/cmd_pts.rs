@@ -308,11 +308,7 @@ pub fn pts(a: PtsArgs) -> Result<()> {
         .ok()
         .filter(|v| *v > 0.0 && *v <= 1.0)
         .ok_or_else(|| anyhow!("--scale: '{}' must be a number in (0, 1]", a.scale))?;
-    let jobs = match a.jobs {
-        Some(0) => bail!("--jobs: must be at least 1"),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
+    let jobs = crate::output::jobs(a.jobs).map_err(|e| anyhow!("--jobs: {e}"))?;
     // Open and check every target before anything is purged. A modelled
     // target is opened again for each of its tests (a fresh card each, so
     // its tests can run at once); only real targets are kept open.

@@ -1,6 +1,6 @@
 use crate::args::ValidateArgs;
 use anyhow::{anyhow, bail, Result};
-use lab::validate::{validate as run_table, validate_hp, Preconditioned, Row, ValidateOptions};
+use lab::validate::{validate_formats, Preconditioned, Row, ValidateOptions};
 use workload::units::parse_duration_ns;
 
 pub fn validate(a: ValidateArgs) -> Result<()> {
@@ -44,18 +44,15 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
     if let Some(list) = &a.datasheet {
         return datasheet(list, scale, window_ns, &a, wall);
     }
-    let mut progress = |name: &str| eprintln!("[{:>6.1}s] {name}", wall.elapsed().as_secs_f64());
+    let jobs = crate::output::jobs(a.jobs).map_err(|e| anyhow!("--jobs: {e}"))?;
+    let progress = |name: &str| eprintln!("[{:>6.1}s] {name}", wall.elapsed().as_secs_f64());
     let mut rows = Vec::new();
     let mut pre = Vec::new();
-    if a.format != "hp" {
-        let (r, p) = run_table(&o, &mut progress)?;
+    for (format, r, p) in
+        validate_formats(&o, a.format != "hp", a.format != "stock", jobs, &progress)?
+    {
         rows.extend(r);
-        pre.push(("stock", p));
-    }
-    if a.format != "stock" {
-        let (r, p) = validate_hp(&o, &mut progress)?;
-        rows.extend(r);
-        pre.push(("hp", p));
+        pre.push((format, p));
     }
     println!(
         "{} {}, scale {scale}, window {}, seed {}",

@@ -104,6 +104,15 @@ pub struct Report<'a> {
     pub open_loop: Option<&'a crate::cmd_rate::OpenLoopInfo>,
 }
 
+/// A `--jobs` option: at least 1; unset means the machine's CPUs.
+pub fn jobs(asked: Option<usize>) -> Result<usize> {
+    match asked {
+        Some(0) => anyhow::bail!("must be at least 1"),
+        Some(n) => Ok(n),
+        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    }
+}
+
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value)?;
     std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))

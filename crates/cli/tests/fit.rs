@@ -256,58 +256,76 @@ fn fit_recovers_a_hidden_reserve_and_predicts_another_format() {
 fn fit_leave_one_out_and_full_card_confirmation() {
     // The hidden card of the test above; its review gives two figures (the
     // 4K random write's IOPS and mean latency) that both follow the
-    // reserve: each is predicted by a fit of the other alone.
+    // reserve: each is predicted by a fit of the other alone. Both ways of
+    // refitting: on a surface over the search's points (the default), then
+    // on the model (the second run resumes the first's search from the
+    // checkpoint).
     let dir = tmp("loo");
     hidden_card_review(&dir);
     let report = dir.join("report.json");
-    let args = fit_args(
-        &dir,
-        &[
-            "--max-iters",
-            "12",
-            "--loo",
-            "--loo-iters",
-            "6",
-            "--confirm",
-            "0.02",
-        ],
-    );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, out, err) = vsl(&args);
-    assert_eq!(code, 0, "{err}");
-    println!("{out}");
-    assert!(
-        out.contains("leave-one-out") && out.contains("confirmation"),
-        "{out}"
-    );
-    let rep: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    let figs = rep["figures"].as_array().unwrap();
-    assert_eq!(figs.len(), 2, "{rep}");
-    assert_eq!(rep["confirm_scale"].as_f64(), Some(0.02));
-    assert!(rep["loo_s"].as_f64().unwrap() > 0.0 && rep["confirm_s"].as_f64().unwrap() > 0.0);
-    for f in figs {
-        let measured = f["measured"].as_f64().unwrap();
-        let fitted = f["fitted"].as_f64().unwrap();
-        let loo = f["loo_predicted"].as_f64().unwrap();
-        let confirmed = f["confirmed"].as_f64().unwrap();
-        // The report's percentages are what the values say.
-        let pct = |v: f64| (v / measured - 1.0) * 100.0;
-        assert!(
-            (f["loo_error_pct"].as_f64().unwrap() - pct(loo)).abs() < 1e-6,
-            "{f}"
+    for method in ["surrogate", "search"] {
+        let args = fit_args(
+            &dir,
+            &[
+                "--max-iters",
+                "12",
+                "--loo",
+                "--loo-method",
+                method,
+                "--loo-iters",
+                "6",
+                "--confirm",
+                "0.02",
+            ],
         );
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, out, err) = vsl(&args);
+        assert_eq!(code, 0, "{err}");
+        println!("{out}");
         assert!(
-            (f["confirmed_error_pct"].as_f64().unwrap() - pct(confirmed)).abs() < 1e-6,
-            "{f}"
+            out.contains("leave-one-out") && out.contains("confirmation"),
+            "{out}"
         );
-        // Left out, the figure is still predicted (one parameter sets both).
-        assert!(pct(loo).abs() < 5.0, "leave-one-out prediction off: {f}");
-        // A card twice the size gives the same figure (scale invariance of
-        // throughput and mean latency, within 5 %: docs/MODEL.md, Scaling).
-        assert!(
-            (confirmed / fitted - 1.0).abs() < 0.05,
-            "scale 0.02 gave {confirmed}, scale {SCALE} {fitted}: {f}"
-        );
+        let rep: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let figs = rep["figures"].as_array().unwrap();
+        assert_eq!(figs.len(), 2, "{rep}");
+        assert_eq!(rep["confirm_scale"].as_f64(), Some(0.02));
+        assert!(rep["loo_s"].as_f64().unwrap() > 0.0 && rep["confirm_s"].as_f64().unwrap() > 0.0);
+        assert_eq!(rep["loo_method"].as_str(), Some(method), "{rep}");
+        if method == "surrogate" {
+            // One parameter: a quadratic needs 2 + 3 points; the search
+            // evaluated more than that.
+            let s = &rep["loo_surface"];
+            assert_eq!(s["quadratic"].as_bool(), Some(true), "{rep}");
+            assert!(s["points"].as_u64().unwrap() >= 5, "{rep}");
+            assert!(out.contains("quadratic surface"), "{out}");
+        } else {
+            assert!(rep.get("loo_surface").is_none(), "{rep}");
+        }
+        for f in figs {
+            let measured = f["measured"].as_f64().unwrap();
+            let fitted = f["fitted"].as_f64().unwrap();
+            let loo = f["loo_predicted"].as_f64().unwrap();
+            let confirmed = f["confirmed"].as_f64().unwrap();
+            // The report's percentages are what the values say.
+            let pct = |v: f64| (v / measured - 1.0) * 100.0;
+            assert!(
+                (f["loo_error_pct"].as_f64().unwrap() - pct(loo)).abs() < 1e-6,
+                "{f}"
+            );
+            assert!(
+                (f["confirmed_error_pct"].as_f64().unwrap() - pct(confirmed)).abs() < 1e-6,
+                "{f}"
+            );
+            // Left out, the figure is still predicted (one parameter sets both).
+            assert!(pct(loo).abs() < 5.0, "{method}: leave-one-out prediction off: {f}");
+            // A card twice the size gives the same figure (scale invariance of
+            // throughput and mean latency, within 5 %: docs/MODEL.md, Scaling).
+            assert!(
+                (confirmed / fitted - 1.0).abs() < 0.05,
+                "scale 0.02 gave {confirmed}, scale {SCALE} {fitted}: {f}"
+            );
+        }
     }
 }

@@ -422,6 +422,10 @@ pub struct FitRun {
     /// The ioMemory device(s) modelled (one member when the figures are of
     /// one attached loop device).
     pub member: device::MemberSel,
+    /// Threads an evaluation may use: with 2 or more, the stock and hp
+    /// tables run at once (the figures are the same either way).
+    #[serde(skip)]
+    pub jobs: usize,
 }
 
 /// The model's value of every figure for one preset.
@@ -504,7 +508,7 @@ fn evaluate_rows(
     run: &FitRun,
     out: &mut [f64],
 ) -> Result<(), String> {
-    use crate::validate::{validate, validate_hp, ValidateOptions};
+    use crate::validate::{validate_formats, ValidateOptions};
     let rows: Vec<(String, String)> = figures
         .iter()
         .filter(|f| f.is_row())
@@ -525,13 +529,12 @@ fn evaluate_rows(
         seed: run.seed,
         only: Some(rows),
     };
-    let mut got = Vec::new();
-    if o.only.iter().flatten().any(|(f, _)| f == "stock") {
-        got.extend(validate(&o, &mut |_| {}).map_err(|e| e.to_string())?.0);
-    }
-    if o.only.iter().flatten().any(|(f, _)| f == "hp") {
-        got.extend(validate_hp(&o, &mut |_| {}).map_err(|e| e.to_string())?.0);
-    }
+    let has = |format: &str| o.only.iter().flatten().any(|(f, _)| f == format);
+    let got: Vec<_> = validate_formats(&o, has("stock"), has("hp"), run.jobs, &|_| {})
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .flat_map(|(_, rows, _)| rows)
+        .collect();
     for (i, f) in figures.iter().enumerate().filter(|(_, f)| f.is_row()) {
         out[i] = got
             .iter()
@@ -622,6 +625,121 @@ pub fn nelder_mead(
     Ok((best, st.best_cost))
 }
 
+/// A response surface of every figure over the normalised free
+/// parameters: per figure a quadratic in them (a linear one when there are
+/// too few points for a quadratic), fitted by least squares to points the
+/// search evaluated. Figures whose values are all positive are fitted in
+/// log space, since errors are ratios. Leave-one-out refits search this
+/// surface instead of the model; each refit's point is then evaluated on
+/// the model (`vsl fit --loo`).
+#[derive(Clone, Debug)]
+pub struct Surrogate {
+    quadratic: bool,
+    /// Per figure: coefficients, and whether it was fitted in log space.
+    coef: Vec<(Vec<f64>, bool)>,
+}
+
+fn surface_terms(x: &[f64], quadratic: bool) -> Vec<f64> {
+    let mut t = Vec::with_capacity(1 + x.len() * (x.len() + 3) / 2);
+    t.push(1.0);
+    t.extend_from_slice(x);
+    if quadratic {
+        for i in 0..x.len() {
+            for j in i..x.len() {
+                t.push(x[i] * x[j]);
+            }
+        }
+    }
+    t
+}
+
+/// Least squares `a c ≈ y` through the normal equations with a small ridge
+/// (the points of a search can be nearly collinear), by Gaussian
+/// elimination with partial pivoting; None when singular.
+fn least_squares(a: &[Vec<f64>], y: &[f64]) -> Option<Vec<f64>> {
+    let k = a.first()?.len();
+    let mut m = vec![vec![0.0; k + 1]; k];
+    for (row, &yv) in a.iter().zip(y) {
+        for i in 0..k {
+            for j in 0..k {
+                m[i][j] += row[i] * row[j];
+            }
+            m[i][k] += row[i] * yv;
+        }
+    }
+    let trace: f64 = (0..k).map(|i| m[i][i]).sum();
+    for (i, r) in m.iter_mut().enumerate() {
+        r[i] += 1e-9 * trace.max(1e-300) / k as f64;
+    }
+    for col in 0..k {
+        let piv = (col..k).max_by(|&x, &y| m[x][col].abs().total_cmp(&m[y][col].abs()))?;
+        if m[piv][col].abs() < 1e-300 {
+            return None;
+        }
+        m.swap(col, piv);
+        for r in 0..k {
+            if r != col {
+                let f = m[r][col] / m[col][col];
+                if f != 0.0 {
+                    for c in col..=k {
+                        m[r][c] -= f * m[col][c];
+                    }
+                }
+            }
+        }
+    }
+    Some((0..k).map(|i| m[i][k] / m[i][i]).collect())
+}
+
+impl Surrogate {
+    /// Fits the surface to `points` (normalised parameters, the model's
+    /// figures there); None with fewer points than a linear surface needs
+    /// plus one.
+    pub fn fit(points: &[(Vec<f64>, Vec<f64>)]) -> Option<Surrogate> {
+        let (x0, m0) = points.first()?;
+        let n = x0.len();
+        let quadratic = points.len() >= 2 + 1 + n * (n + 3) / 2;
+        if points.len() < n + 2 {
+            return None;
+        }
+        let a: Vec<Vec<f64>> = points
+            .iter()
+            .map(|(x, _)| surface_terms(x, quadratic))
+            .collect();
+        let coef = (0..m0.len())
+            .map(|j| {
+                let log = points.iter().all(|(_, m)| m[j] > 0.0);
+                let y: Vec<f64> = points
+                    .iter()
+                    .map(|(_, m)| if log { m[j].ln() } else { m[j] })
+                    .collect();
+                least_squares(&a, &y).map(|c| (c, log))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Surrogate { quadratic, coef })
+    }
+
+    pub fn is_quadratic(&self) -> bool {
+        self.quadratic
+    }
+
+    /// Every figure's value on the surface at normalised point `x`.
+    pub fn predict(&self, x: &[f64]) -> Vec<f64> {
+        let t = surface_terms(x, self.quadratic);
+        self.coef
+            .iter()
+            .map(|(c, log)| {
+                let v: f64 = c.iter().zip(&t).map(|(c, t)| c * t).sum();
+                if *log {
+                    v.exp()
+                } else {
+                    v
+                }
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -652,6 +770,41 @@ mod tests {
             e.contains("no `vsl validate` row") && e.contains("hp table"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_surface_recovers_a_quadratic_and_falls_back_to_linear() {
+        // Two figures over two parameters: one quadratic (fitted in log
+        // space, since it is positive), one that changes sign (fitted as is).
+        let f = |x: &[f64]| {
+            vec![
+                (1.0 + x[0] - 0.5 * x[1] + 0.3 * x[0] * x[1] + 0.2 * x[1] * x[1]).exp(),
+                2.0 * x[0] - 3.0 * x[1] + 0.25,
+            ]
+        };
+        let mut rng = sim::Prng::from_seed(7);
+        let pts: Vec<(Vec<f64>, Vec<f64>)> = (0..12)
+            .map(|_| {
+                let x = vec![rng.next_f64(), rng.next_f64()];
+                let m = f(&x);
+                (x, m)
+            })
+            .collect();
+        let s = Surrogate::fit(&pts).expect("enough points");
+        assert!(s.is_quadratic());
+        for x in [[0.1, 0.9], [0.5, 0.5], [0.8, 0.2]] {
+            let (got, want) = (s.predict(&x), f(&x));
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() < 1e-6 * w.abs().max(1.0), "{x:?}: {g} vs {w}");
+            }
+        }
+        // Four points: too few for a quadratic in two parameters (6 terms
+        // plus 2), enough for a plane, which fits the linear figure exactly.
+        let s = Surrogate::fit(&pts[..4]).expect("a plane");
+        assert!(!s.is_quadratic());
+        let x = [0.3, 0.6];
+        assert!((s.predict(&x)[1] - f(&x)[1]).abs() < 1e-6);
+        assert!(Surrogate::fit(&pts[..3]).is_none());
     }
 
     #[test]
