@@ -276,7 +276,10 @@ impl Evaluator<'_> {
             .cache
             .iter()
             .filter_map(|(k, m)| {
-                let values: Vec<f64> = k.split(',').map(|v| v.parse().ok()).collect::<Option<_>>()?;
+                let values: Vec<f64> = k
+                    .split(',')
+                    .map(|v| v.parse().ok())
+                    .collect::<Option<_>>()?;
                 let x = self
                     .free
                     .iter()

@@ -319,7 +319,10 @@ fn fit_leave_one_out_and_full_card_confirmation() {
                 "{f}"
             );
             // Left out, the figure is still predicted (one parameter sets both).
-            assert!(pct(loo).abs() < 5.0, "{method}: leave-one-out prediction off: {f}");
+            assert!(
+                pct(loo).abs() < 5.0,
+                "{method}: leave-one-out prediction off: {f}"
+            );
             // A card twice the size gives the same figure (scale invariance of
             // throughput and mean latency, within 5 %: docs/MODEL.md, Scaling).
             assert!(

@@ -677,13 +677,12 @@ fn least_squares(a: &[Vec<f64>], y: &[f64]) -> Option<Vec<f64>> {
             return None;
         }
         m.swap(col, piv);
-        for r in 0..k {
-            if r != col {
-                let f = m[r][col] / m[col][col];
-                if f != 0.0 {
-                    for c in col..=k {
-                        m[r][c] -= f * m[col][c];
-                    }
+        let pivot_row = m[col].clone();
+        for (r, row) in m.iter_mut().enumerate() {
+            let f = row[col] / pivot_row[col];
+            if r != col && f != 0.0 {
+                for (v, p) in row[col..].iter_mut().zip(&pivot_row[col..]) {
+                    *v -= f * p;
                 }
             }
         }
