@@ -10,7 +10,7 @@ use device::Preset;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lab::fit::{self, Figure, FitRun, ParamDef};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -87,7 +87,8 @@ pub struct FitArgs {
     /// After the search, evaluate the fitted preset once more on a card
     /// scaled by this (1: the full card) and report those figures too: the
     /// search runs on scaled cards, the confirmation says what the full
-    /// card does.
+    /// card does. Its --round and --max-precondition grow with the card
+    /// (SCALE / --scale times), so it reaches the same steady state.
     #[arg(long, value_name = "SCALE")]
     pub confirm: Option<String>,
     /// A review results.json input: the format the device was measured at.
@@ -218,6 +219,10 @@ struct Evaluator<'a> {
     figures: &'a [Figure],
     run: &'a FitRun,
     cache: HashMap<String, Option<Vec<f64>>>,
+    /// The points this run asked for (from the cache or not): a resumed
+    /// run asks for the same ones, so what is built from them (the
+    /// leave-one-out surface) is the same as an uninterrupted run's.
+    asked: HashSet<String>,
     file: std::fs::File,
     bar: ProgressBar,
     evaluated: usize,
@@ -244,6 +249,7 @@ impl Evaluator<'_> {
     fn model(&mut self, x: &[f64]) -> Option<Vec<f64>> {
         let values = self.values(x);
         let k = key(&values);
+        self.asked.insert(k.clone());
         if let Some(m) = self.cache.get(&k) {
             return m.clone();
         }
@@ -269,12 +275,15 @@ impl Evaluator<'_> {
         m
     }
 
-    /// Every point evaluated so far (resumed ones too) whose card built:
-    /// normalised parameters and the model's figures there.
+    /// Every point this run asked for so far (from the checkpoint or run)
+    /// whose card built: normalised parameters and the model's figures
+    /// there. Points of the checkpoint this run has not asked for (an
+    /// earlier run's leave-one-out) are left out.
     fn points(&self) -> Vec<(Vec<f64>, Vec<f64>)> {
         let mut v: Vec<(Vec<f64>, Vec<f64>)> = self
             .cache
             .iter()
+            .filter(|(k, _)| self.asked.contains(*k))
             .filter_map(|(k, m)| {
                 let values: Vec<f64> = k
                     .split(',')
@@ -467,6 +476,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
         figures: &figures,
         run: &run,
         cache,
+        asked: HashSet::new(),
         file,
         bar: bar.clone(),
         evaluated: 0,
@@ -625,8 +635,18 @@ pub fn fit(a: FitArgs) -> Result<()> {
     if let Some(c) = confirm_scale {
         let confirm_started = std::time::Instant::now();
         let leaked: &'static Preset = Box::leak(Box::new(fitted.clone()));
+        // A card c / scale times the size takes that much longer to write
+        // through, so its preconditioning rounds and cap stretch by the
+        // same factor (as `vsl validate`'s do): the confirmation measures
+        // the same steady state. The measurement window stays.
+        let stretch = |what: &str, d: &str| -> Result<String> {
+            let ns = workload::units::parse_duration_ns(d).map_err(|e| anyhow!("{what}: {e}"))?;
+            Ok(format!("{}ns", (ns as f64 * c / scale).round() as u64))
+        };
         let full = FitRun {
             scale: c,
+            round: stretch("--round", &run.round)?,
+            max_precondition: stretch("--max-precondition", &run.max_precondition)?,
             ..run.clone()
         };
         let m = fit::evaluate(leaked, &figures, &full).map_err(|e| anyhow!("--confirm: {e}"))?;

@@ -259,11 +259,14 @@ fn fit_leave_one_out_and_full_card_confirmation() {
     // reserve: each is predicted by a fit of the other alone. Both ways of
     // refitting: on a surface over the search's points (the default), then
     // on the model (the second run resumes the first's search from the
-    // checkpoint).
+    // checkpoint). A third run, surrogate again, resumes a checkpoint that
+    // now holds the other refits' points too: its surface is built from
+    // the search's points alone, so its predictions are the first run's.
     let dir = tmp("loo");
     hidden_card_review(&dir);
     let report = dir.join("report.json");
-    for method in ["surrogate", "search"] {
+    let mut surrogate_loo: Vec<Vec<f64>> = Vec::new();
+    for method in ["surrogate", "search", "surrogate"] {
         let args = fit_args(
             &dir,
             &[
@@ -294,6 +297,11 @@ fn fit_leave_one_out_and_full_card_confirmation() {
         assert!(rep["loo_s"].as_f64().unwrap() > 0.0 && rep["confirm_s"].as_f64().unwrap() > 0.0);
         assert_eq!(rep["loo_method"].as_str(), Some(method), "{rep}");
         if method == "surrogate" {
+            surrogate_loo.push(
+                figs.iter()
+                    .map(|f| f["loo_predicted"].as_f64().unwrap())
+                    .collect(),
+            );
             // One parameter: a quadratic needs 2 + 3 points; the search
             // evaluated more than that.
             let s = &rep["loo_surface"];
@@ -331,4 +339,8 @@ fn fit_leave_one_out_and_full_card_confirmation() {
             );
         }
     }
+    assert_eq!(
+        surrogate_loo[0], surrogate_loo[1],
+        "a resumed fit refitted elsewhere"
+    );
 }
