@@ -501,7 +501,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
     let search_s = started.elapsed().as_secs_f64();
     let mut loo = vec![None; figures.len()];
     let mut loo_surface = None;
-    if a.loo && surrogate_loo {
+    let surface = if a.loo && surrogate_loo {
         let points = ev.points();
         let s = fit::Surrogate::fit(&points).ok_or_else(|| {
             anyhow!(
@@ -514,21 +514,11 @@ pub fn fit(a: FitArgs) -> Result<()> {
             points: points.len(),
             quadratic: s.is_quadratic(),
         });
-        for j in 0..figures.len() {
-            if ev.constant(j, fitted_model[j]) {
-                loo[j] = Some(fitted_model[j]);
-                continue;
-            }
-            bar.set_message(format!("leave-one-out {}/{}", j + 1, figures.len()));
-            let mut use_fig = all.clone();
-            use_fig[j] = false;
-            let (bj, _) = fit::nelder_mead(&best, a.step / 2.0, a.seed, 400, &mut |x| {
-                fit::cost(&figures, &s.predict(x), &use_fig)
-            })
-            .map_err(|e| anyhow!("leave-one-out search: {e}"))?;
-            loo[j] = ev.model(&bj).map(|m| m[j]);
-        }
-    } else if a.loo {
+        Some(s)
+    } else {
+        None
+    };
+    if a.loo {
         for j in 0..figures.len() {
             // A figure the free parameters never moved (the same value at
             // every point evaluated so far) changes the objective by a
@@ -540,11 +530,20 @@ pub fn fit(a: FitArgs) -> Result<()> {
             bar.set_message(format!("leave-one-out {}/{}", j + 1, figures.len()));
             let mut use_fig = all.clone();
             use_fig[j] = false;
-            let iters = a.loo_iters.unwrap_or(a.max_iters);
-            let (bj, _) = fit::nelder_mead(&best, a.step / 2.0, a.seed, iters, &mut |x| {
-                ev.cost(x, &use_fig)
-            })
-            .map_err(|e| anyhow!("leave-one-out search: {e}"))?;
+            // The refit searches the surface, or the model itself.
+            let refit = match &surface {
+                Some(s) => fit::nelder_mead(&best, a.step / 2.0, a.seed, 400, &mut |x| {
+                    fit::cost(&figures, &s.predict(x), &use_fig)
+                }),
+                None => {
+                    let iters = a.loo_iters.unwrap_or(a.max_iters);
+                    fit::nelder_mead(&best, a.step / 2.0, a.seed, iters, &mut |x| {
+                        ev.cost(x, &use_fig)
+                    })
+                }
+            };
+            let (bj, _) = refit.map_err(|e| anyhow!("leave-one-out search: {e}"))?;
+            // What is reported is the model's value at the refit's point.
             loo[j] = ev.model(&bj).map(|m| m[j]);
         }
     }
