@@ -1221,24 +1221,20 @@ impl Vsl {
         let banks = self.cfg.geometry.banks;
         let units = self.cfg.geometry.units_per_leb();
         let sector = self.cfg.sector_bytes as u64;
-        let (leb, ahead) = match self.gc.next() {
-            Some(n) => (n.leb, n.ahead),
-            None => return,
+        let (spl, spu) = (self.spl, self.spu);
+        let Some(next) = self.gc.next() else {
+            return;
         };
-        let base = leb * self.spl;
-        let mut a = ahead;
-        let mut issued = Vec::new();
-        while a < units && a < want {
-            let first = base + a * self.spu;
-            let n = self.map.count_valid(first, first + self.spu) as u64;
+        let base = next.leb * spl;
+        while next.ahead < units && next.ahead < want {
+            let a = next.ahead;
+            let first = base + a * spu;
+            let n = self.map.count_valid(first, first + spu) as u64;
             if n > 0 {
-                issued.push((a, self.nand.read_unit(t, a % banks, n * sector)));
+                next.reads
+                    .push_back((a, self.nand.read_unit(t, a % banks, n * sector)));
             }
-            a += 1;
-        }
-        if let Some(next) = self.gc.next() {
-            next.reads.extend(issued);
-            next.ahead = a;
+            next.ahead += 1;
         }
     }
 
