@@ -27,6 +27,16 @@
 # does, docs/REALDEV.md) then moves both sides alike. Both lab figures are
 # in agreement.csv, so the lab's own spread shows.
 #
+# MODE=interleaved runs the same protocol (purge, WIPC, the rounds of every
+# point in the PTS order) with the lab (`vsl run`, VSL=path, default
+# target/release/vsl) and fio taking turns on each point, seconds apart,
+# the first alternating (bench/lib/pts_interleaved.py); ROUNDS= overrides
+# the lab run's round count, SS=1 runs each point once to fio's own steady
+# state (a job file per point with ss=, the lab alongside), MEM=huge gives both tools 2 MiB-page buffers
+# (hugetlbfs pages reserved for the run, restored after). Writes
+# PTS_OUT_DIR/fio/interleaved.csv with the `vsl pts` run's own window next
+# to it.
+#
 # COMPARE_ONLY=1: compare again from the fio JSON already in PTS_OUT_DIR/fio
 # (no purge, no fio run).
 #
@@ -46,6 +56,20 @@ if [ -n "$after" ] && [ ! -f "$after/results.json" ]; then
 fi
 mkdir -p "$out/fio"
 size=$(stat -c %s "$file")
+
+if [ "$mode" = interleaved ]; then
+  vsl=${VSL:-target/release/vsl}
+  [ -x "$vsl" ] || { echo "VSL=$vsl: not an executable (cargo build --release -p vsl)" >&2; exit 1; }
+  mem=${MEM:-pages}
+  if [ "$mem" = huge ]; then
+    old_huge=$(cat /proc/sys/vm/nr_hugepages)
+    trap 'echo "$old_huge" >/proc/sys/vm/nr_hugepages' EXIT
+    echo 512 >/proc/sys/vm/nr_hugepages
+  fi
+  python3 "$(dirname "$0")/lib/pts_interleaved.py" "$out" "$file" "$vsl" "$mem"
+  column -s, -t < "$out/fio/interleaved${SS:+-ss}.csv"
+  exit 0
+fi
 
 if [ "$mode" = rounds ]; then
   # The job file of the lab's run: purge and WIPC first, then the rounds.
@@ -149,7 +173,7 @@ PY
   exit 0
 fi
 
-[ "$mode" = ss ] || { echo "MODE=$mode: rounds or ss" >&2; exit 1; }
+[ "$mode" = ss ] || { echo "MODE=$mode: rounds, interleaved or ss" >&2; exit 1; }
 read -r threads qd round_s < <(python3 -c '
 import json,sys; p=json.load(open(sys.argv[1]))["plan"]
 print(p["threads"], p["qd"], max(1, round(p["round_ns"]/1e9)))' "$out/results.json")

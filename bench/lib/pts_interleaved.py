@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""The PTS IOPS test's protocol with the lab and fio interleaved point by
+point (bench/pts_fio.sh MODE=interleaved; issue 31).
+
+usage: pts_interleaved.py PTS_OUT_DIR FILE VSL MEM
+
+PTS_OUT_DIR holds a `vsl pts --test iops` run on file:FILE:SIZE; its plan
+(round time, threads x QD, WIPC multiple) and its point order are replayed:
+purge (punch-hole), WIPC (fio, 128 KiB sequential writes, 1 job x QD 32),
+then ROUNDS rounds (default: as many as the lab's run) of every point in
+the PTS order, each point run by the lab (`vsl run --target file:...`) and
+by fio for one round time, back to back, the tool that goes first
+alternating from point to point and round to round. Each point's figure is
+the mean over the last five rounds, as the PTS measurement window.
+
+Two tools minutes apart on this machine's virtual disk see a different
+disk (its speed drifts over minutes: docs/REALDEV.md); seconds apart they
+see the same one. So this compares the engines under the PTS protocol; the
+`vsl pts` run's own window is printed next to it (pts_over_lab), which
+shows the drift between that run and this one, not a tool difference.
+
+With SS=1, each point instead runs once to fio's own steady state: the
+bench writes a job file per point (PTS_OUT_DIR/fio/ss-jobs/*.fio: the
+point at threads x QD, `ss=iops:20%`, `ss_dur` five round times, at most
+25 round times) and fio runs it; the lab runs the same point, just before
+or just after (alternating), for as long as fio ran, and its figure is the
+mean of its last five round-time intervals, fio's the mean over its
+steady-state window. Points follow the PTS order after one purge and WIPC.
+
+Writes PTS_OUT_DIR/fio/interleaved.csv (interleaved-ss.csv with SS=1) and
+the per-round figures as JSON next to it.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def die(msg):
+    sys.exit(f"pts_interleaved: {msg}")
+
+
+def main():
+    if len(sys.argv) != 5:
+        die("usage: pts_interleaved.py PTS_OUT_DIR FILE VSL MEM")
+    out, path, vsl, mem = sys.argv[1:]
+    if mem not in ("pages", "huge"):
+        die(f"MEM={mem}: expected pages or huge")
+    try:
+        d = json.load(open(f"{out}/results.json"))
+    except (OSError, ValueError) as e:
+        die(f"{out}/results.json: {e}")
+    plan = d.get("plan") or die(f"{out}/results.json: not the results of a vsl pts run (no plan)")
+    res = next((r for r in d["results"] if r["test"] == "iops" and not r.get("error")), None)
+    if res is None:
+        die(f"{out}/results.json: no IOPS test result")
+    order = [(q["read_pct"], q["bs"]) for q in res["rounds"][0]["points"]]
+    pts_window = {(q["read_pct"], q["bs"]): q for q in res["window"]}
+    rounds = int(os.environ.get("ROUNDS") or max(5, res["steady"][0]["rounds_run"]))
+    round_ms = int(plan["round_ns"] / 1e6)
+    threads, qd = plan["threads"], plan["qd"]
+    size = os.stat(path).st_size
+    fio_mem = "malloc" if mem == "pages" else "shmhuge"
+    os.makedirs(f"{out}/fio", exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="pts-interleaved.")
+
+    def lab(rd, bs, duration_ms=round_ms, window=1):
+        """The lab's IOPS at one point: the mean of its last `window`
+        round-time intervals of a `duration_ms` run."""
+        j = f"{tmp}/lab.json"
+        subprocess.run([vsl, "run", "--target", f"file:{path}:{size}", "--rw", "randrw",
+                        "--rwmixread", f"{rd:g}", "--bs", str(bs), "--threads", str(threads),
+                        "--qd", str(qd), "--duration", f"{duration_ms}ms", "--interval", f"{round_ms}ms",
+                        "--layout", "skip", "--mem", mem, "--json", j, "-q"], check=True)
+        iv = json.load(open(j))["intervals"][-window:]
+        return statistics.mean(i["iops"] for i in iv)
+
+    def fio(rd, bs):
+        p = subprocess.run(["fio", "--name=pts", f"--filename={path}", f"--size={size}",
+                            "--direct=1", "--ioengine=io_uring", "--thread", "--group_reporting",
+                            "--norandommap", "--randrepeat=0", "--rw=randrw",
+                            f"--rwmixread={rd:g}", f"--bs={bs}", f"--numjobs={threads}",
+                            f"--iodepth={qd}", "--time_based", f"--runtime={round_ms}ms",
+                            f"--mem={fio_mem}", "--output-format=json"],
+                           check=True, capture_output=True, text=True)
+        j = json.loads(p.stdout)["jobs"][0]
+        return j["read"]["iops"] + j["write"]["iops"]
+
+    print(f"purge (punch-hole) of {path}", file=sys.stderr)
+    subprocess.run(["fallocate", "--punch-hole", "--offset", "0", "--length", str(size), path], check=True)
+    subprocess.run(["sync", path], check=True)
+    loops = max(1, round(plan["wipc_multiple"]))
+    print(f"WIPC: {loops} x the file of 128 KiB sequential writes (fio)", file=sys.stderr)
+    subprocess.run(["fio", "--name=wipc", f"--filename={path}", f"--size={size}", "--direct=1",
+                    "--ioengine=io_uring", "--rw=write", "--bs=128k", "--iodepth=32",
+                    f"--loops={loops}", "--output-format=json"], check=True, capture_output=True)
+    if os.environ.get("SS"):
+        steady(out, order, pts_window, lab, path, size, threads, qd, round_ms, fio_mem)
+        return
+    seen = []
+    for r in range(1, rounds + 1):
+        for i, (rd, bs) in enumerate(order):
+            if (r + i) % 2 == 0:
+                a = lab(rd, bs)
+                b = fio(rd, bs)
+            else:
+                b = fio(rd, bs)
+                a = lab(rd, bs)
+            seen.append({"round": r, "read_pct": rd, "bs": bs, "lab_iops": a, "fio_iops": b,
+                         "lab_first": (r + i) % 2 == 0})
+        last = [s for s in seen if s["round"] == r]
+        ratios = [s["fio_iops"] / s["lab_iops"] for s in last if s["lab_iops"] > 0]
+        print(f"round {r}/{rounds}: fio/lab median {statistics.median(ratios):.3f}, "
+              f"range {min(ratios):.2f}-{max(ratios):.2f} over {len(ratios)} points "
+              f"(load {open('/proc/loadavg').read().split()[0]})", file=sys.stderr)
+    json.dump(seen, open(f"{out}/fio/interleaved-rounds.json", "w"), indent=1)
+    first = max(1, rounds - 4)
+    rows = []
+    with open(f"{out}/fio/interleaved.csv", "w") as f:
+        f.write("point,lab_iops,fio_iops,fio_over_lab,pts_lab_iops,pts_over_lab\n")
+        for rd, bs in order:
+            w = [s for s in seen if s["round"] >= first and (s["read_pct"], s["bs"]) == (rd, bs)]
+            lab_m = statistics.mean(s["lab_iops"] for s in w)
+            fio_m = statistics.mean(s["fio_iops"] for s in w)
+            q = pts_window.get((rd, bs))
+            label = (q["label"] if q else f"{rd:g}/{100 - rd:g} {bs}").replace(" ", "_")
+            pts = q["stats"]["iops"] if q else float("nan")
+            rows.append((label, fio_m / lab_m))
+            f.write(f"{label},{lab_m:.0f},{fio_m:.0f},{fio_m / lab_m:.3f},{pts:.0f},{pts / lab_m:.3f}\n")
+    inside = sum(0.9 <= x <= 1.1 for _, x in rows)
+    far = max(rows, key=lambda r: abs(r[1] - 1))
+    print(f"interleaved: {inside} of {len(rows)} points within 10 % (fio/lab 0.9-1.1); "
+          f"furthest {far[0]} {far[1]:.3f}; {rounds} rounds, window = the last {rounds - first + 1}")
+
+
+def steady(out, order, pts_window, lab, path, size, threads, qd, round_ms, fio_mem):
+    """SS=1: every point to fio's own steady state, the lab alongside."""
+    jobs = f"{out}/fio/ss-jobs"
+    os.makedirs(jobs, exist_ok=True)
+    seen, rows = [], []
+    # A lab run that goes first lasts as long as fio's previous run (fio
+    # stops when steady): the two tools then write about as much, and a
+    # disk that slows down under sustained writes slows for both alike.
+    last_ms = 6 * round_ms
+    for i, (rd, bs) in enumerate(order):
+        q = pts_window.get((rd, bs))
+        label = (q["label"] if q else f"{rd:g}/{100 - rd:g} {bs}").replace(" ", "_").replace("/", "-")
+        job = f"{jobs}/{label}.fio"
+        with open(job, "w") as f:
+            f.write(f"""[global]
+filename={path}
+size={size}
+direct=1
+ioengine=io_uring
+thread=1
+group_reporting=1
+norandommap=1
+randrepeat=0
+mem={fio_mem}
+[{label}]
+rw=randrw
+rwmixread={rd:g}
+bs={bs}
+numjobs={threads}
+iodepth={qd}
+time_based=1
+runtime={25 * round_ms}ms
+ss=iops:20%
+ss_dur={5 * round_ms}ms
+""")
+
+        def fio():
+            p = subprocess.run(["fio", "--output-format=json", job], check=True,
+                               capture_output=True, text=True)
+            j = json.loads(p.stdout)["jobs"][0]
+            ss = j["steadystate"]
+            return ss["data"]["iops_mean"], bool(ss["attained"]), int(j["elapsed"]) * 1000
+
+        lab_first = i % 2 == 0
+        if lab_first:
+            a = lab(rd, bs, last_ms, 5)
+            b, attained, ran_ms = fio()
+        else:
+            b, attained, ran_ms = fio()
+            a = lab(rd, bs, max(ran_ms, 5 * round_ms), 5)
+        last_ms = max(ran_ms, 5 * round_ms)
+        seen.append({"read_pct": rd, "bs": bs, "lab_iops": a, "fio_iops": b,
+                     "fio_steady": attained, "fio_ms": ran_ms, "lab_first": lab_first})
+        pts = q["stats"]["iops"] if q else float("nan")
+        rows.append((label, a, b, attained, pts))
+        print(f"{label}: lab {a:.0f}, fio {b:.0f} ({'steady' if attained else 'not steady'} "
+              f"in {ran_ms / 1000:.0f} s), fio/lab {b / a:.3f}", file=sys.stderr)
+    json.dump(seen, open(f"{out}/fio/interleaved-ss.json", "w"), indent=1)
+    with open(f"{out}/fio/interleaved-ss.csv", "w") as f:
+        f.write("point,lab_iops,fio_iops,fio_over_lab,fio_steady,pts_lab_iops,pts_over_lab\n")
+        for label, a, b, attained, pts in rows:
+            f.write(f"{label},{a:.0f},{b:.0f},{b / a:.3f},{int(attained)},{pts:.0f},{pts / a:.3f}\n")
+    inside = sum(0.9 <= b / a <= 1.1 for _, a, b, _, _ in rows)
+    far = max(rows, key=lambda r: abs(r[2] / r[1] - 1))
+    print(f"interleaved, fio to its own steady state: {inside} of {len(rows)} points within 10 % "
+          f"(fio/lab 0.9-1.1); furthest {far[0]} {far[2] / far[1]:.3f}; fio steady at "
+          f"{sum(r[3] for r in rows)} of {len(rows)}")
+
+
+if __name__ == "__main__":
+    main()
