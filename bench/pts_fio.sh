@@ -32,7 +32,8 @@
 # target/release/vsl) and fio taking turns on each point, seconds apart,
 # the first alternating (bench/lib/pts_interleaved.py); ROUNDS= overrides
 # the lab run's round count, SS=1 runs each point once to fio's own steady
-# state (a job file per point with ss=, the lab alongside), MEM=huge gives both tools 2 MiB-page buffers
+# state (a job file per point with ss=, the lab alongside; PASSES=N goes
+# over the matrix N times and averages), MEM=huge gives both tools 2 MiB-page buffers
 # (hugetlbfs pages reserved for the run, restored after). Writes
 # PTS_OUT_DIR/fio/interleaved.csv with the `vsl pts` run's own window next
 # to it.
@@ -73,9 +74,11 @@ fi
 
 if [ "$mode" = rounds ]; then
   # The job file of the lab's run: purge and WIPC first, then the rounds.
-  python3 - "$out" "$file" "$size" > "$out/fio/pts-iops.fio" <<'PY'
+  python3 - "$out" "$file" "$size" "$(dirname "$0")/lib" > "$out/fio/pts-iops.fio" <<'PY'
 import json, sys
 out, path, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.path.insert(0, sys.argv[4])
+from pts_interleaved import fio_global
 d = json.load(open(f"{out}/results.json"))
 p = d.get("plan") or sys.exit(f"{out}/results.json: not the results of a vsl pts run (no plan)")
 r = next((r for r in d["results"] if r["test"] == "iops" and not r.get("error")), None)
@@ -86,16 +89,7 @@ order = []
 for q in r["rounds"][0]["points"]:
     order.append((q["read_pct"], q["bs"]))
 secs = p["round_ns"] / 1e9
-print(f"""[global]
-filename={path}
-size={size}
-direct=1
-ioengine=io_uring
-thread=1
-group_reporting=1
-norandommap=1
-randrepeat=0
-[wipc]
+print(fio_global(path, size) + f"""[wipc]
 rw=write
 bs=128k
 iodepth=32

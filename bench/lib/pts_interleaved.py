@@ -25,7 +25,8 @@ point at threads x QD, `ss=iops:20%`, `ss_dur` five round times, at most
 25 round times) and fio runs it; the lab runs the same point, just before
 or just after (alternating), for as long as fio ran, and its figure is the
 mean of its last five round-time intervals, fio's the mean over its
-steady-state window. Points follow the PTS order after one purge and WIPC.
+steady-state window. Points follow the PTS order after one purge and WIPC;
+PASSES=N goes over them N times and averages.
 
 Writes PTS_OUT_DIR/fio/interleaved.csv (interleaved-ss.csv with SS=1) and
 the per-round figures as JSON next to it.
@@ -36,6 +37,23 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+
+def fio_global(path, size, mem="malloc"):
+    """The [global] section of every fio job of the PTS comparisons: the
+    file, O_DIRECT, io_uring, jobs as threads, one report per job,
+    uniform offsets with replacement as the lab draws them."""
+    return f"""[global]
+filename={path}
+size={size}
+direct=1
+ioengine=io_uring
+thread=1
+group_reporting=1
+norandommap=1
+randrepeat=0
+mem={mem}
+"""
 
 
 def die(msg):
@@ -136,30 +154,19 @@ def main():
 
 
 def steady(out, order, pts_window, lab, path, size, threads, qd, round_ms, fio_mem):
-    """SS=1: every point to fio's own steady state, the lab alongside."""
+    """SS=1: every point to fio's own steady state, the lab alongside;
+    PASSES=N goes over the matrix N times (each point's figures are the
+    means over the passes; the tool that goes first alternates between
+    passes too)."""
     jobs = f"{out}/fio/ss-jobs"
     os.makedirs(jobs, exist_ok=True)
-    seen, rows = [], []
-    # A lab run that goes first lasts as long as fio's previous run (fio
-    # stops when steady): the two tools then write about as much, and a
-    # disk that slows down under sustained writes slows for both alike.
-    last_ms = 6 * round_ms
-    for i, (rd, bs) in enumerate(order):
+    passes = int(os.environ.get("PASSES") or 1)
+    labels = {}
+    for rd, bs in order:
         q = pts_window.get((rd, bs))
-        label = (q["label"] if q else f"{rd:g}/{100 - rd:g} {bs}").replace(" ", "_").replace("/", "-")
-        job = f"{jobs}/{label}.fio"
-        with open(job, "w") as f:
-            f.write(f"""[global]
-filename={path}
-size={size}
-direct=1
-ioengine=io_uring
-thread=1
-group_reporting=1
-norandommap=1
-randrepeat=0
-mem={fio_mem}
-[{label}]
+        labels[(rd, bs)] = (q["label"] if q else f"{rd:g}/{100 - rd:g} {bs}").replace(" ", "_")
+        with open(f"{jobs}/{labels[(rd, bs)].replace('/', '-')}.fio", "w") as f:
+            f.write(fio_global(path, size, fio_mem) + f"""[{labels[(rd, bs)].replace('/', '-')}]
 rw=randrw
 rwmixread={rd:g}
 bs={bs}
@@ -171,37 +178,52 @@ ss=iops:20%
 ss_dur={5 * round_ms}ms
 """)
 
-        def fio():
-            p = subprocess.run(["fio", "--output-format=json", job], check=True,
-                               capture_output=True, text=True)
-            j = json.loads(p.stdout)["jobs"][0]
-            ss = j["steadystate"]
-            return ss["data"]["iops_mean"], bool(ss["attained"]), int(j["elapsed"]) * 1000
+    def fio(rd, bs):
+        job = f"{jobs}/{labels[(rd, bs)].replace('/', '-')}.fio"
+        p = subprocess.run(["fio", "--output-format=json", job], check=True,
+                           capture_output=True, text=True)
+        j = json.loads(p.stdout)["jobs"][0]
+        ss = j["steadystate"]
+        return ss["data"]["iops_mean"], bool(ss["attained"]), int(j["elapsed"]) * 1000
 
-        lab_first = i % 2 == 0
-        if lab_first:
-            a = lab(rd, bs, last_ms, 5)
-            b, attained, ran_ms = fio()
-        else:
-            b, attained, ran_ms = fio()
-            a = lab(rd, bs, max(ran_ms, 5 * round_ms), 5)
-        last_ms = max(ran_ms, 5 * round_ms)
-        seen.append({"read_pct": rd, "bs": bs, "lab_iops": a, "fio_iops": b,
-                     "fio_steady": attained, "fio_ms": ran_ms, "lab_first": lab_first})
-        pts = q["stats"]["iops"] if q else float("nan")
-        rows.append((label, a, b, attained, pts))
-        print(f"{label}: lab {a:.0f}, fio {b:.0f} ({'steady' if attained else 'not steady'} "
-              f"in {ran_ms / 1000:.0f} s), fio/lab {b / a:.3f}", file=sys.stderr)
+    seen = []
+    # A lab run that goes first lasts as long as fio's previous run (fio
+    # stops when steady): the two tools then write about as much, and a
+    # disk that slows down under sustained writes slows for both alike.
+    last_ms = 6 * round_ms
+    for n in range(passes):
+        for i, (rd, bs) in enumerate(order):
+            lab_first = (i + n) % 2 == 0
+            if lab_first:
+                a = lab(rd, bs, last_ms, 5)
+                b, attained, ran_ms = fio(rd, bs)
+            else:
+                b, attained, ran_ms = fio(rd, bs)
+                a = lab(rd, bs, max(ran_ms, 5 * round_ms), 5)
+            last_ms = max(ran_ms, 5 * round_ms)
+            seen.append({"pass": n + 1, "read_pct": rd, "bs": bs, "lab_iops": a, "fio_iops": b,
+                         "fio_steady": attained, "fio_ms": ran_ms, "lab_first": lab_first})
+            print(f"pass {n + 1}/{passes} {labels[(rd, bs)]}: lab {a:.0f}, fio {b:.0f} "
+                  f"({'steady' if attained else 'not steady'} in {ran_ms / 1000:.0f} s), "
+                  f"fio/lab {b / a:.3f}", file=sys.stderr)
     json.dump(seen, open(f"{out}/fio/interleaved-ss.json", "w"), indent=1)
+    rows = []
     with open(f"{out}/fio/interleaved-ss.csv", "w") as f:
-        f.write("point,lab_iops,fio_iops,fio_over_lab,fio_steady,pts_lab_iops,pts_over_lab\n")
-        for label, a, b, attained, pts in rows:
-            f.write(f"{label},{a:.0f},{b:.0f},{b / a:.3f},{int(attained)},{pts:.0f},{pts / a:.3f}\n")
-    inside = sum(0.9 <= b / a <= 1.1 for _, a, b, _, _ in rows)
-    far = max(rows, key=lambda r: abs(r[2] / r[1] - 1))
-    print(f"interleaved, fio to its own steady state: {inside} of {len(rows)} points within 10 % "
-          f"(fio/lab 0.9-1.1); furthest {far[0]} {far[2] / far[1]:.3f}; fio steady at "
-          f"{sum(r[3] for r in rows)} of {len(rows)}")
+        f.write("point,lab_iops,fio_iops,fio_over_lab,fio_steady_passes,pts_lab_iops,pts_over_lab\n")
+        for rd, bs in order:
+            w = [x for x in seen if (x["read_pct"], x["bs"]) == (rd, bs)]
+            a = statistics.mean(x["lab_iops"] for x in w)
+            b = statistics.mean(x["fio_iops"] for x in w)
+            steady_n = sum(x["fio_steady"] for x in w)
+            q = pts_window.get((rd, bs))
+            pts = q["stats"]["iops"] if q else float("nan")
+            rows.append((labels[(rd, bs)], b / a, steady_n == len(w)))
+            f.write(f"{labels[(rd, bs)]},{a:.0f},{b:.0f},{b / a:.3f},{steady_n},{pts:.0f},{pts / a:.3f}\n")
+    inside = sum(0.9 <= x <= 1.1 for _, x, _ in rows)
+    far = max(rows, key=lambda r: abs(r[1] - 1))
+    print(f"interleaved, fio to its own steady state, {passes} pass(es): {inside} of {len(rows)} "
+          f"points within 10 % (fio/lab 0.9-1.1); furthest {far[0]} {far[1]:.3f}; fio steady "
+          f"in every pass at {sum(r[2] for r in rows)} of {len(rows)}")
 
 
 if __name__ == "__main__":
