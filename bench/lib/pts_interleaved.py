@@ -33,6 +33,7 @@ the per-round figures as JSON next to it.
 """
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -83,6 +84,9 @@ def main():
     fio_mem = "malloc" if mem == "pages" else "shmhuge"
     os.makedirs(f"{out}/fio", exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="pts-interleaved.")
+    # What `vsl run` said when the disk under the file did not see the I/O
+    # (tmpfs, a RAM disk): the comparison then measured memory, not a disk.
+    not_on_device = set()
 
     def lab(rd, bs, duration_ms=round_ms, window=1):
         """The lab's IOPS at one point: the mean of its last `window`
@@ -91,9 +95,13 @@ def main():
         subprocess.run([vsl, "run", "--target", f"file:{path}:{size}", "--rw", "randrw",
                         "--rwmixread", f"{rd:g}", "--bs", str(bs), "--threads", str(threads),
                         "--qd", str(qd), "--duration", f"{duration_ms}ms", "--interval", f"{round_ms}ms",
-                        "--layout", "skip", "--mem", mem, "--json", j, "-q"], check=True)
-        iv = json.load(open(j))["intervals"][-window:]
-        return statistics.mean(i["iops"] for i in iv)
+                        "--layout", "skip", "--mem", mem, "--json", j, "-q"],
+                       check=True, stderr=subprocess.PIPE, text=True)
+        d = json.load(open(j))
+        m = d.get("measured_on_device") or {}
+        if not m.get("measured", True):
+            not_on_device.add(m.get("words", "not measured on the device"))
+        return statistics.mean(i["iops"] for i in d["intervals"][-window:])
 
     def fio(rd, bs):
         p = subprocess.run(["fio", "--name=pts", f"--filename={path}", f"--size={size}",
@@ -114,9 +122,19 @@ def main():
     subprocess.run(["fio", "--name=wipc", f"--filename={path}", f"--size={size}", "--direct=1",
                     "--ioengine=io_uring", "--rw=write", "--bs=128k", "--iodepth=32",
                     f"--loops={loops}", "--output-format=json"], check=True, capture_output=True)
-    if os.environ.get("SS"):
-        steady(out, order, pts_window, lab, path, size, threads, qd, round_ms, fio_mem)
-        return
+    try:
+        if os.environ.get("SS"):
+            steady(out, order, pts_window, lab, path, size, threads, qd, round_ms, fio_mem)
+        else:
+            rounds_turns(out, order, pts_window, lab, fio, rounds)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for words in sorted(not_on_device):
+        print(f"pts_interleaved: warning: the lab's runs were {words}", file=sys.stderr)
+
+
+def rounds_turns(out, order, pts_window, lab, fio, rounds):
+    """The PTS rounds, the two tools taking turns on every point."""
     seen = []
     for r in range(1, rounds + 1):
         for i, (rd, bs) in enumerate(order):
@@ -227,4 +245,10 @@ ss_dur={5 * round_ms}ms
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except subprocess.CalledProcessError as e:
+        err = (e.stderr or "").strip().splitlines() if isinstance(e.stderr, str) else []
+        die(f"{' '.join(e.cmd[:2])} failed (exit {e.returncode})" + (f": {err[-1]}" if err else ""))
+    except KeyboardInterrupt:
+        die("interrupted")
