@@ -33,7 +33,8 @@
 # the first alternating (bench/lib/pts_interleaved.py); ROUNDS= overrides
 # the lab run's round count, SS=1 runs each point once to fio's own steady
 # state (a job file per point with ss=, the lab alongside; PASSES=N goes
-# over the matrix N times and averages), MEM=huge gives both tools 2 MiB-page buffers
+# over the matrix N times and averages, SS_DUR=N widens the window to N
+# round times), MEM=huge gives both tools 2 MiB-page buffers
 # (hugetlbfs pages reserved for the run, restored after). Writes
 # PTS_OUT_DIR/fio/interleaved.csv with the `vsl pts` run's own window next
 # to it.

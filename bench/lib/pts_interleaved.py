@@ -26,7 +26,8 @@ point at threads x QD, `ss=iops:20%`, `ss_dur` five round times, at most
 or just after (alternating), for as long as fio ran, and its figure is the
 mean of its last five round-time intervals, fio's the mean over its
 steady-state window. Points follow the PTS order after one purge and WIPC;
-PASSES=N goes over them N times and averages.
+PASSES=N goes over them N times and averages; SS_DUR=N sets fio's
+steady-state window (and the lab's) to N round times instead of five.
 
 Writes PTS_OUT_DIR/fio/interleaved.csv (interleaved-ss.csv with SS=1) and
 the per-round figures as JSON next to it.
@@ -179,6 +180,10 @@ def steady(out, order, pts_window, lab, path, size, threads, qd, round_ms, fio_m
     jobs = f"{out}/fio/ss-jobs"
     os.makedirs(jobs, exist_ok=True)
     passes = int(os.environ.get("PASSES") or 1)
+    # fio's steady-state window in round times (SS_DUR, default 5: the
+    # PTS window); the lab's figure is the mean of as many of its last
+    # intervals.
+    ss_rounds = int(os.environ.get("SS_DUR") or 5)
     labels = {}
     for rd, bs in order:
         q = pts_window.get((rd, bs))
@@ -191,9 +196,9 @@ bs={bs}
 numjobs={threads}
 iodepth={qd}
 time_based=1
-runtime={25 * round_ms}ms
+runtime={max(25, 2 * ss_rounds) * round_ms}ms
 ss=iops:20%
-ss_dur={5 * round_ms}ms
+ss_dur={ss_rounds * round_ms}ms
 """)
 
     def fio(rd, bs):
@@ -208,17 +213,17 @@ ss_dur={5 * round_ms}ms
     # A lab run that goes first lasts as long as fio's previous run (fio
     # stops when steady): the two tools then write about as much, and a
     # disk that slows down under sustained writes slows for both alike.
-    last_ms = 6 * round_ms
+    last_ms = (ss_rounds + 1) * round_ms
     for n in range(passes):
         for i, (rd, bs) in enumerate(order):
             lab_first = (i + n) % 2 == 0
             if lab_first:
-                a = lab(rd, bs, last_ms, 5)
+                a = lab(rd, bs, last_ms, ss_rounds)
                 b, attained, ran_ms = fio(rd, bs)
             else:
                 b, attained, ran_ms = fio(rd, bs)
-                a = lab(rd, bs, max(ran_ms, 5 * round_ms), 5)
-            last_ms = max(ran_ms, 5 * round_ms)
+                a = lab(rd, bs, max(ran_ms, ss_rounds * round_ms), ss_rounds)
+            last_ms = max(ran_ms, ss_rounds * round_ms)
             seen.append({"pass": n + 1, "read_pct": rd, "bs": bs, "lab_iops": a, "fio_iops": b,
                          "fio_steady": attained, "fio_ms": ran_ms, "lab_first": lab_first})
             print(f"pass {n + 1}/{passes} {labels[(rd, bs)]}: lab {a:.0f}, fio {b:.0f} "
