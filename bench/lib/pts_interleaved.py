@@ -43,7 +43,7 @@ import tempfile
 
 def fio_global(path, size, mem="malloc"):
     """The [global] section of every fio job of the PTS comparisons: the
-    file, O_DIRECT, io_uring, jobs as threads, one report per job,
+    file, O_DIRECT, io_uring, jobs as threads reported together,
     uniform offsets with replacement as the lab draws them."""
     return f"""[global]
 filename={path}
