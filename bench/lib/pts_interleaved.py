@@ -58,6 +58,12 @@ mem={mem}
 """
 
 
+def point_label(q, rd, bs):
+    """A point's name in the CSVs: the `vsl pts` window's label (q), e.g.
+    65/35_4KiB."""
+    return (q["label"] if q else f"{rd:g}/{100 - rd:g} {bs}").replace(" ", "_")
+
+
 def die(msg):
     sys.exit(f"pts_interleaved: {msg}")
 
@@ -162,7 +168,7 @@ def rounds_turns(out, order, pts_window, lab, fio, rounds):
             lab_m = statistics.mean(s["lab_iops"] for s in w)
             fio_m = statistics.mean(s["fio_iops"] for s in w)
             q = pts_window.get((rd, bs))
-            label = (q["label"] if q else f"{rd:g}/{100 - rd:g} {bs}").replace(" ", "_")
+            label = point_label(q, rd, bs)
             pts = q["stats"]["iops"] if q else float("nan")
             rows.append((label, fio_m / lab_m))
             f.write(f"{label},{lab_m:.0f},{fio_m:.0f},{fio_m / lab_m:.3f},{pts:.0f},{pts / lab_m:.3f}\n")
@@ -186,8 +192,7 @@ def steady(out, order, pts_window, lab, path, size, threads, qd, round_ms, fio_m
     ss_rounds = int(os.environ.get("SS_DUR") or 5)
     labels = {}
     for rd, bs in order:
-        q = pts_window.get((rd, bs))
-        labels[(rd, bs)] = (q["label"] if q else f"{rd:g}/{100 - rd:g} {bs}").replace(" ", "_")
+        labels[(rd, bs)] = point_label(pts_window.get((rd, bs)), rd, bs)
         with open(f"{jobs}/{labels[(rd, bs)].replace('/', '-')}.fio", "w") as f:
             f.write(fio_global(path, size, fio_mem) + f"""[{labels[(rd, bs)].replace('/', '-')}]
 rw=randrw
