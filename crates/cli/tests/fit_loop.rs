@@ -47,6 +47,59 @@ fn review(rig: &Rig, dev: &str, plan: &Path, out: &Path) -> f64 {
         .unwrap()
 }
 
+/// An attached card measured under this share of its own model's
+/// virtual-time figure was limited by the host (the FUSE and loop path on
+/// a loaded machine), not by the model.
+const HOST_SHORT: f64 = 0.8;
+
+/// The hidden card's 4K random write IOPS at `format` in virtual time.
+fn hidden_model(rig: &Rig, hidden: &Path, format: &str) -> f64 {
+    let json = rig.root.join(format!("model-{format}.json"));
+    ok(
+        rig,
+        &[
+            "run",
+            "--device",
+            hidden.to_str().unwrap(),
+            "--format",
+            format,
+            "--member",
+            "0",
+            "--scale",
+            SCALE,
+            "--precondition",
+            "--warmup",
+            "300s",
+            "--duration",
+            "20s",
+            "--profile",
+            "4k-randwrite",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    v["summary"]["iops"].as_f64().unwrap()
+}
+
+/// Says loudly, and returns true, when the attached card delivered well
+/// under its own model: this machine could not serve it in real time.
+fn host_limited(format: &str, measured: f64, model: f64) -> bool {
+    if measured >= HOST_SHORT * model {
+        return false;
+    }
+    let why = format!(
+        "at {format} the attached card delivered {measured:.0} IOPS, {:.0} % of its model's {model:.0} in virtual time: this machine cannot serve it in real time (load: {})",
+        measured / model * 100.0,
+        std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
+    );
+    eprintln!("\n!!!!! SKIPPED black_box_loop_on_an_attached_card: {why} !!!!!\n");
+    println!("SKIPPED black_box_loop_on_an_attached_card: {why}");
+    true
+}
+
 #[test]
 fn black_box_loop_on_an_attached_card() {
     if skip("black_box_loop_on_an_attached_card", &[]) {
@@ -93,41 +146,9 @@ fn black_box_loop_on_an_attached_card() {
     // delivered well under what its own model gives in virtual time (a
     // loaded machine: the kernel path, not the model, set the rate), say
     // so loudly and stop.
-    let json = dir.join("model.json");
-    ok(
-        &rig,
-        &[
-            "run",
-            "--device",
-            hidden.to_str().unwrap(),
-            "--member",
-            "0",
-            "--scale",
-            SCALE,
-            "--precondition",
-            "--warmup",
-            "300s",
-            "--duration",
-            "20s",
-            "--profile",
-            "4k-randwrite",
-            "-q",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-    );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let model = v["summary"]["iops"].as_f64().unwrap();
+    let model = hidden_model(&rig, &hidden, "stock");
     println!("the hidden card's own model, virtual time: {model:.0} IOPS; attached and measured: {stock:.0}");
-    if stock < 0.8 * model {
-        let why = format!(
-            "the attached card delivered {stock:.0} IOPS, {:.0} % of its model's {model:.0} in virtual time: this machine cannot serve it in real time (load: {})",
-            stock / model * 100.0,
-            std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
-        );
-        eprintln!("\n!!!!! SKIPPED black_box_loop_on_an_attached_card: {why} !!!!!\n");
-        println!("SKIPPED black_box_loop_on_an_attached_card: {why}");
+    if host_limited("stock", stock, model) {
         return;
     }
 
@@ -177,8 +198,20 @@ fn black_box_loop_on_an_attached_card() {
     ok(&rig, &["format", s, "--format", "hp", "-y"]);
     let out = ok(&rig, &["attach", "--store", s]);
     let dev = out.split('\t').next().unwrap().trim().to_string();
-    let op = review(&rig, &dev, &plan, &dir.join("hp"));
+    let mut op = review(&rig, &dev, &plan, &dir.join("hp"));
+    // The hp card is about four times faster than stock: the host path
+    // may fall short of it on a loaded machine where it kept up with
+    // stock. Measure once more; if it still falls short, say so loudly.
+    let hp_model = hidden_model(&rig, &hidden, "hp");
+    println!("the hidden card's own model at hp, virtual time: {hp_model:.0} IOPS; attached and measured: {op:.0}");
+    if op < HOST_SHORT * hp_model {
+        op = review(&rig, &dev, &plan, &dir.join("hp-again"));
+        println!("measured again at hp: {op:.0} IOPS");
+    }
     ok(&rig, &["detach", "--all"]);
+    if host_limited("hp", op, hp_model) {
+        return;
+    }
     let err = predicted / op - 1.0;
     println!(
         "black-box loop: hidden reserve 0.18, fitted {reserve:.4}; 4K random write at hp: predicted {predicted:.0}, measured {op:.0} ({:+.1} %); stock measured {stock:.0}; {:.0} s",
