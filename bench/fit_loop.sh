@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # The black-box loop of issue 29 at a larger scale (the CI test,
-# crates/cli/tests/fit_loop.rs, runs it at scale 0.01): attach a card from
+# crates/cli/tests/fit_loop.rs, runs it at scale 0.02): attach a card from
 # a preset file the lab is not told, review its loop device at stock, fit
 # the preset from that review alone, predict 4K random write and 8K 70/30 at
 # another over-provisioning, format the card there and review it again.
-#   bench/fit_loop.sh [SCALE] [OP]     (defaults 0.02, 30%)
-# Needs root, /dev/fuse and loop devices. Prints predicted vs measured.
+#   bench/fit_loop.sh [SCALE] [OP]     (defaults 0.03, 20%)
+# Needs root, /dev/fuse and loop devices. Prints predicted vs measured, and
+# the hidden card's own model in virtual time beside each measurement: a
+# measurement under 80 % of it is marked HOST-LIMITED (the FUSE and loop
+# path of this machine, not the card, set the rate; on this 2-core VM that
+# is about 45-55 K IOPS at 4 KiB, which a 30 % over-provisioned card at
+# 16T/16Q exceeds; hence the default 20 %).
 set -euo pipefail
-SCALE=${1:-0.02}
-OP=${2:-30%}
+SCALE=${1:-0.03}
+OP=${2:-20%}
 VSL=${VSL:-target/release/vsl}
 W=$(mktemp -d /tmp/fit_loop.XXXXXX)
 export OPENVSL_RUN_DIR=$W/run OPENVSL_STATE_DIR=$W/state
@@ -18,12 +23,15 @@ $VSL devices --show iodrive-duo-640-mlc |
   sed -e 's/^reserved_fraction = .*/reserved_fraction = 0.18/' \
       -e 's/^gc_share = .*/gc_share = 0.35/' >"$W/hidden.toml"
 grep -q '^reserved_fraction = 0.18$' "$W/hidden.toml"
+# Measurement windows of 30 s: with 10 s (the CI test's) at scale 0.03 the
+# review's figures came out 0.88-1.14 of the hidden card's own model, the
+# stock card's stop-and-go cycles landing in the window or not.
 cat >"$W/plan.toml" <<PLAN
 profiles = ["4k-randwrite", "8k-7030"]
 matrix_threads = [16]
 matrix_qd = [16]
 real_round = "5s"
-real_window = "10s"
+real_window = "30s"
 real_phase_limit = "600s"
 standard = false
 sysbench = false
@@ -39,9 +47,25 @@ $VSL format "$W/store" --overprovision "$OP" -y
 dev=$($VSL attach --store "$W/store" | cut -f1)
 $VSL review --target "blockdev:$dev" --plan "$W/plan.toml" --out "$W/op" -q
 $VSL detach --all
+# The hidden card's own model in virtual time, at both formats: what the
+# attached card should have delivered had the host kept up.
+for fmt in stock op; do
+  case $fmt in stock) f=(--format stock) ;; op) f=(--overprovision "$OP") ;; esac
+  for prof in 4k-randwrite 8k-7030; do
+    $VSL run --device "$W/hidden.toml" --member 0 --scale "$SCALE" "${f[@]}" --precondition \
+      --warmup 300s --duration 60s --profile "$prof" -q --json "$W/model-$fmt-$prof.json" >/dev/null
+  done
+done
 python3 - "$W" <<'PY'
 import json, sys
 w = sys.argv[1]
+for fmt in ("stock", "op"):
+    res = json.load(open(f"{w}/{fmt}/lab_results.json"))["targets"][0]
+    for prof in res["profiles"]:
+        v = prof["matrix"][0]["stats"]["iops"]
+        m = json.load(open(f"{w}/model-{fmt}-{prof['profile']}.json"))["summary"]["iops"]
+        flag = "  HOST-LIMITED: the attached card fell short of its own model" if v < 0.8 * m else ""
+        print(f"{fmt:<5} {prof['profile']:<14} measured {v:10.1f} IOPS, the hidden card's model {m:10.1f} ({v / m:.2f}){flag}")
 fit = json.load(open(f"{w}/fit.json"))
 op = json.load(open(f"{w}/op/lab_results.json"))["targets"][0]
 pred = {p["figure"]: p["predicted"] for p in fit["predictions"]}

@@ -32,7 +32,8 @@
 # target/release/vsl) and fio taking turns on each point, seconds apart,
 # the first alternating (bench/lib/pts_interleaved.py); ROUNDS= overrides
 # the lab run's round count, SS=1 runs each point once to fio's own steady
-# state (a job file per point with ss=, the lab alongside; PASSES=N goes
+# state (a job file per point with ss=, the lab just before and just after
+# it; BRACKET=0 for one lab run, before or after, alternating; PASSES=N goes
 # over the matrix N times and averages, SS_DUR=N widens the window to N
 # round times), MEM=huge gives both tools 2 MiB-page buffers
 # (hugetlbfs pages reserved for the run, restored after). Writes

@@ -22,10 +22,12 @@ shows the drift between that run and this one, not a tool difference.
 With SS=1, each point instead runs once to fio's own steady state: the
 bench writes a job file per point (PTS_OUT_DIR/fio/ss-jobs/*.fio: the
 point at threads x QD, `ss=iops:20%`, `ss_dur` five round times, at most
-25 round times) and fio runs it; the lab runs the same point, just before
-or just after (alternating), for as long as fio ran, and its figure is the
-mean of its last five round-time intervals, fio's the mean over its
-steady-state window. Points follow the PTS order after one purge and WIPC;
+25 round times) and fio runs it; the lab runs the same point just before
+and just after it, the second run as long as fio ran, and its figure is
+the mean of the two runs' last five round-time intervals (their windows
+are then centred on fio's, so a steady drift of the disk cancels),
+fio's the mean over its steady-state window. BRACKET=0: one lab run per
+point, before or after fio, alternating (the runs of 2026-11-27). Points follow the PTS order after one purge and WIPC;
 PASSES=N goes over them N times and averages; SS_DUR=N sets fio's
 steady-state window (and the lab's) to N round times instead of five.
 
@@ -219,19 +221,29 @@ ss_dur={ss_rounds * round_ms}ms
     # stops when steady): the two tools then write about as much, and a
     # disk that slows down under sustained writes slows for both alike.
     last_ms = (ss_rounds + 1) * round_ms
+    # BRACKET (default on): the lab runs just before and just after fio,
+    # the second run as long as fio's; its figure is the mean of the two,
+    # whose windows are then centred on fio's: a disk that drifts steadily
+    # over the minute drifts out of the ratio.
+    bracket = os.environ.get("BRACKET", "1") != "0"
     for n in range(passes):
         for i, (rd, bs) in enumerate(order):
-            lab_first = (i + n) % 2 == 0
+            lab_first = bracket or (i + n) % 2 == 0
+            before = after = None
             if lab_first:
-                a = lab(rd, bs, last_ms, ss_rounds)
-                b, attained, ran_ms = fio(rd, bs)
-            else:
-                b, attained, ran_ms = fio(rd, bs)
-                a = lab(rd, bs, max(ran_ms, ss_rounds * round_ms), ss_rounds)
+                before = lab(rd, bs, last_ms, ss_rounds)
+            b, attained, ran_ms = fio(rd, bs)
             last_ms = max(ran_ms, ss_rounds * round_ms)
+            if not lab_first or bracket:
+                after = lab(rd, bs, last_ms, ss_rounds)
+            runs = [x for x in (before, after) if x is not None]
+            a = statistics.mean(runs)
             seen.append({"pass": n + 1, "read_pct": rd, "bs": bs, "lab_iops": a, "fio_iops": b,
+                         "lab_before": before, "lab_after": after,
                          "fio_steady": attained, "fio_ms": ran_ms, "lab_first": lab_first})
-            print(f"pass {n + 1}/{passes} {labels[(rd, bs)]}: lab {a:.0f}, fio {b:.0f} "
+            lab_words = (f"lab {before:.0f} / {after:.0f} before / after, mean {a:.0f}"
+                         if len(runs) == 2 else f"lab {a:.0f}")
+            print(f"pass {n + 1}/{passes} {labels[(rd, bs)]}: {lab_words}, fio {b:.0f} "
                   f"({'steady' if attained else 'not steady'} in {ran_ms / 1000:.0f} s), "
                   f"fio/lab {b / a:.3f}", file=sys.stderr)
     json.dump(seen, open(f"{out}/fio/interleaved-ss.json", "w"), indent=1)
@@ -249,7 +261,8 @@ ss_dur={ss_rounds * round_ms}ms
             f.write(f"{labels[(rd, bs)]},{a:.0f},{b:.0f},{b / a:.3f},{steady_n},{pts:.0f},{pts / a:.3f}\n")
     inside = sum(0.9 <= x <= 1.1 for _, x, _ in rows)
     far = max(rows, key=lambda r: abs(r[1] - 1))
-    print(f"interleaved, fio to its own steady state, {passes} pass(es): {inside} of {len(rows)} "
+    how = "the lab before and after fio" if bracket else "the lab before or after fio, alternating"
+    print(f"interleaved, fio to its own steady state, {how}, {passes} pass(es): {inside} of {len(rows)} "
           f"points within 10 % (fio/lab 0.9-1.1); furthest {far[0]} {far[1]:.3f}; fio steady "
           f"in every pass at {sum(r[2] for r in rows)} of {len(rows)}")
 
