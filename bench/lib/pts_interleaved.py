@@ -27,9 +27,10 @@ and just after it, the second run as long as fio ran, and its figure is
 the mean of the two runs' last five round-time intervals (their windows
 are then centred on fio's, so a steady drift of the disk cancels),
 fio's the mean over its steady-state window. BRACKET=0: one lab run per
-point, before or after fio, alternating (the runs of 2026-11-27). Points follow the PTS order after one purge and WIPC;
-PASSES=N goes over them N times and averages; SS_DUR=N sets fio's
-steady-state window (and the lab's) to N round times instead of five.
+point, before or after fio, alternating (the first runs of 2026-11-27).
+Points follow the PTS order after one purge and WIPC; PASSES=N goes over
+them N times and averages; SS_DUR=N sets fio's steady-state window (and
+the lab's) to N round times instead of five.
 
 Writes PTS_OUT_DIR/fio/interleaved.csv (interleaved-ss.csv with SS=1) and
 the per-round figures as JSON next to it.
@@ -228,14 +229,13 @@ ss_dur={ss_rounds * round_ms}ms
     bracket = os.environ.get("BRACKET", "1") != "0"
     for n in range(passes):
         for i, (rd, bs) in enumerate(order):
+            # Unbracketed, the lab goes first at every other point.
             lab_first = bracket or (i + n) % 2 == 0
-            before = after = None
-            if lab_first:
-                before = lab(rd, bs, last_ms, ss_rounds)
+            lab_after = bracket or not lab_first
+            before = lab(rd, bs, last_ms, ss_rounds) if lab_first else None
             b, attained, ran_ms = fio(rd, bs)
             last_ms = max(ran_ms, ss_rounds * round_ms)
-            if not lab_first or bracket:
-                after = lab(rd, bs, last_ms, ss_rounds)
+            after = lab(rd, bs, last_ms, ss_rounds) if lab_after else None
             runs = [x for x in (before, after) if x is not None]
             a = statistics.mean(runs)
             seen.append({"pass": n + 1, "read_pct": rd, "bs": bs, "lab_iops": a, "fio_iops": b,
