@@ -69,7 +69,10 @@ pub struct AttachArgs {
     /// How much earlier than the model's completion an I/O is answered, so
     /// that the client sees the model's latency: probe (the kernel path's
     /// round trip, measured at attach through a loop device over the
-    /// daemon's .probe file) or host (the model's host software cost).
+    /// daemon's .probe file), host (the model's host software cost) or
+    /// none (answered at the model's completion, so the daemon's own
+    /// per-request latency is the model's; the client then sees the model
+    /// plus the kernel path; --path-trim is off).
     #[arg(long, default_value = "probe")]
     pub path_cost: String,
     /// Trim the reads' lead while they flow so that the loop device's mean
@@ -327,14 +330,16 @@ fn attach(mut a: AttachArgs) -> Result<()> {
         "off" => crate::daemon::UringMode::Off,
         o => bail!("--fuse-uring: '{o}' (expected auto, on or off)"),
     };
-    let probe_path = match a.path_cost.as_str() {
-        "probe" => true,
-        "host" => false,
-        o => bail!("--path-cost: '{o}' (expected probe or host)"),
+    let path_cost = match a.path_cost.as_str() {
+        "probe" => crate::daemon::PathMode::Probe,
+        "host" => crate::daemon::PathMode::Host,
+        "none" => crate::daemon::PathMode::None,
+        o => bail!("--path-cost: '{o}' (expected probe, host or none)"),
     };
     let prefault = on_off("--prefault", a.prefault.as_str())?;
     let recycle = on_off("--recycle", a.recycle.as_str())?;
-    let path_trim = on_off("--path-trim", a.path_trim.as_str())?;
+    let path_trim =
+        on_off("--path-trim", a.path_trim.as_str())? && path_cost != crate::daemon::PathMode::None;
     let trace = a
         .trace
         .as_deref()
@@ -390,7 +395,7 @@ fn attach(mut a: AttachArgs) -> Result<()> {
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get().max(2))),
         idle_poll,
-        probe_path,
+        path_cost,
         path_trim,
         fuse_uring,
         prefault,

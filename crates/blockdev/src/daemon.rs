@@ -46,9 +46,9 @@ pub struct DaemonConfig {
     /// FUSE over io_uring: auto (switch it on if allowed, else /dev/fuse),
     /// on (fail without it) or off.
     pub fuse_uring: UringMode,
-    /// Probe the kernel path at attach and answer that much before the
-    /// model's completion ([`crate::wakeup::probe`]).
-    pub probe_path: bool,
+    /// How far ahead of the model's completion an I/O is answered
+    /// (`--path-cost`).
+    pub path_cost: PathMode,
     /// Trim the reads' lead in a closed loop against the loop devices' own
     /// latency (`--path-trim`, [`crate::trim`]).
     pub path_trim: bool,
@@ -65,6 +65,21 @@ pub struct DaemonConfig {
     pub notify: bool,
     /// Capture every request from attach on (`--trace`, [`crate::capture`]).
     pub trace: Option<crate::capture::TraceOptions>,
+}
+
+/// How far ahead of the model's completion the daemon answers an I/O
+/// (`--path-cost`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PathMode {
+    /// The kernel path's round trip, probed at attach, so the client sees
+    /// the model's latency.
+    Probe,
+    /// The model's host software cost.
+    Host,
+    /// No lead: answered at the model's completion, so the daemon's own
+    /// per-request latency is the model's (the client sees it plus the
+    /// kernel path).
+    None,
 }
 
 /// `--fuse-uring`.
@@ -498,7 +513,12 @@ impl Daemon {
                 }
             }
         }
-        if cfg.probe_path && cfg.timing == Timing::Model {
+        if cfg.path_cost == PathMode::None {
+            let zero = crate::wakeup::PathCost::default();
+            d.engines.iter().for_each(|e| e.set_path_cost(zero));
+            state.path_cost = Some(zero);
+        }
+        if cfg.path_cost == PathMode::Probe && cfg.timing == Timing::Model {
             match probe_kernel_path(&mnt.join(crate::wakeup::PROBE_FILE)) {
                 Ok(cost) => {
                     d.engines.iter().for_each(|e| e.set_path_cost(cost));
