@@ -19,6 +19,8 @@
 # sees the model's latency: the daemon's view is the model's less that
 # lead, plus how late the daemon was. The script prints the daemon's
 # split of its wall time (before the model, the model, the lead, late).
+# With ATTACH_OPTS="--path-cost none" the daemon answers at the model's
+# completion (no lead): its view is then the model's plus its lateness.
 # So that reads reach the card, the database is larger than PostgreSQL's
 # buffers (PGSCALE 10: 150 MB against shared_buffers 16 MB) and the
 # filesystem is mounted afresh between pgbench -i and the run (the
