@@ -10,12 +10,14 @@
 # measurement under 80 % of it is marked HOST-LIMITED (the FUSE and loop
 # path of this machine, not the card, set the rate; on this 2-core VM that
 # is about 45-55 K IOPS at 4 KiB, which a 30 % over-provisioned card at
-# 16T/16Q exceeds; hence the default 20 %).
+# 16T/16Q exceeds; hence the default 20 %). WORK=DIR puts the work
+# directory, and with it the attached card's store, under DIR (default
+# /tmp; e.g. /dev/shm to take this machine's disk out of the loop).
 set -euo pipefail
 SCALE=${1:-0.03}
 OP=${2:-20%}
 VSL=${VSL:-target/release/vsl}
-W=$(mktemp -d /tmp/fit_loop.XXXXXX)
+W=$(mktemp -d "${WORK:-/tmp}/fit_loop.XXXXXX")
 export OPENVSL_RUN_DIR=$W/run OPENVSL_STATE_DIR=$W/state
 trap '$VSL detach --all >/dev/null 2>&1 || true' EXIT
 echo "# $(date -u +%FT%TZ) scale $SCALE op $OP; load: $(uptime)"
