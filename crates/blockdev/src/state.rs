@@ -35,7 +35,8 @@ pub struct AttachState {
     /// Idle CPUs poll while I/O flows (`--idle-poll`).
     #[serde(default)]
     pub idle_poll: bool,
-    /// The kernel path's round trip measured at attach, if probed.
+    /// The lead answers allow for the kernel path: its round trip measured
+    /// at attach (`--path-cost probe`), zero (`none`), absent (`host`).
     #[serde(default)]
     pub path_cost: Option<crate::wakeup::PathCost>,
     /// How requests reach the daemon: "io_uring" or "/dev/fuse".
