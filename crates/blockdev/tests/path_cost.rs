@@ -8,15 +8,6 @@ mod common;
 
 use common::*;
 
-fn state(rig: &Rig) -> serde_json::Value {
-    let dir = std::fs::read_dir(&rig.run_dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .find(|e| e.path().join("state.json").exists())
-        .expect("an attachment's state file");
-    serde_json::from_str(&std::fs::read_to_string(dir.path().join("state.json")).unwrap()).unwrap()
-}
-
 /// 256 direct 4 KiB writes, then the same reads, on `dev`.
 fn io(dev: &str) {
     for cmd in [
@@ -62,7 +53,7 @@ fn path_cost_none_answers_at_the_models_completion() {
     // none: no lead and no trim, so every answer comes at or after the
     // model's completion.
     let devs = rig.attach(&[TINY_CARD, &["--path-cost", "none"]].concat());
-    let st = state(&rig);
+    let st = rig.state();
     for k in ["read_ns", "read_ns_per_kib", "write_ns", "write_ns_per_kib"] {
         assert_eq!(st["path_cost"][k], 0, "path_cost.{k} with none: {st}");
     }
@@ -94,7 +85,7 @@ fn path_cost_none_answers_at_the_models_completion() {
     // The default answers reads ahead by the probed kernel path.
     std::fs::remove_dir_all(&rig.store).unwrap();
     let devs = rig.attach(TINY_CARD);
-    let st = state(&rig);
+    let st = rig.state();
     assert!(
         st["path_cost"]["read_ns"].as_u64().unwrap() > 0,
         "the default probe measured no path: {st}"

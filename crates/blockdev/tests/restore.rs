@@ -14,16 +14,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The attachment's state file, as JSON.
-fn state(rig: &Rig) -> serde_json::Value {
-    let dir = std::fs::read_dir(&rig.run_dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .find(|e| e.path().join("state.json").exists())
-        .expect("an attachment's state file");
-    serde_json::from_str(&std::fs::read_to_string(dir.path().join("state.json")).unwrap()).unwrap()
-}
-
 fn records(rig: &Rig) -> Vec<serde_json::Value> {
     let dir = rig.state_dir().join("attached");
     let mut out: Vec<serde_json::Value> = std::fs::read_dir(dir)
@@ -78,7 +68,7 @@ fn job(dev: &str, name: &str) -> String {
 /// (SIGKILL: no flush, no detach), the loop devices and the FUSE mount
 /// vanish and /run is empty.
 fn simulate_reboot(rig: &Rig, devs: &[String]) {
-    let st = state(rig);
+    let st = rig.state();
     let mnt = st["mountpoint"].as_str().unwrap().to_string();
     let pid = rig.kill_daemon();
     assert_eq!(st["pid"].as_u64(), Some(pid as u64));
@@ -207,7 +197,7 @@ fn issue32_reboot_then_restore_loses_no_acknowledged_write() {
     ];
     let devs = rig.attach(&[common::TINY_CARD, &opts].concat());
     let dev = &devs[0];
-    let before = state(&rig);
+    let before = rig.state();
     let recs = records(&rig);
     assert_eq!(recs.len(), 1, "{recs:?}");
     assert_eq!(recs[0]["store"], before["store"]);
@@ -231,7 +221,7 @@ fn issue32_reboot_then_restore_loses_no_acknowledged_write() {
         .find_map(|l| l.split('\t').next().filter(|d| d.starts_with("/dev/loop")))
         .unwrap_or_else(|| panic!("--restore printed no device: {out}"))
         .to_string();
-    let after = state(&rig);
+    let after = rig.state();
     for key in ["store", "device", "timing", "fuse_transport", "path_trim"] {
         assert_eq!(before[key], after[key], "{key} differs after --restore");
     }
@@ -249,7 +239,7 @@ fn issue32_reboot_then_restore_loses_no_acknowledged_write() {
     // Restoring again changes nothing; a detach forgets the store.
     let out = stdout(&rig.vsl(&["attach", "--restore"]));
     assert!(out.contains("already attached"), "{out}");
-    assert_eq!(state(&rig)["pid"], after["pid"]);
+    assert_eq!(rig.state()["pid"], after["pid"]);
     rig.detach_all();
     assert!(records(&rig).is_empty(), "detach left a record");
     let out = stdout(&rig.vsl(&["attach", "--restore"]));
@@ -340,7 +330,7 @@ fn issue32_foreground_signals_ready_and_detaches_on_sigterm() {
     assert!(got.contains(&format!("MAINPID={pid}")), "{got}");
     assert!(got.contains("STATUS=attached /dev/loop"), "{got}");
     // Ready means serving, from this very process (no fork).
-    let st = state(&rig);
+    let st = rig.state();
     assert_eq!(st["pid"].as_u64(), Some(pid as u64), "{st}");
     let dev = st["devices"][0]["loop_device"]
         .as_str()
@@ -439,7 +429,7 @@ fn issue32_foreground_with_a_closed_stderr_still_detaches_cleanly() {
     let (sock, sock_path) = notify_socket(&rig);
     let mut child = spawn_foreground(&rig, &sock_path, Stdio::null());
     recv_until(&sock, "READY=1");
-    let st = state(&rig);
+    let st = rig.state();
     let dev = st["devices"][0]["loop_device"]
         .as_str()
         .unwrap()

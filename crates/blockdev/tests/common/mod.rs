@@ -212,17 +212,24 @@ impl Rig {
         pid
     }
 
-    /// How the attached daemon gets its requests ("io_uring (N queues)" or
-    /// "/dev/fuse"), from its state file.
-    pub fn transport(&self) -> String {
+    /// The attachment's state file, as JSON.
+    pub fn state(&self) -> serde_json::Value {
         let dir = std::fs::read_dir(&self.run_dir)
             .unwrap()
             .filter_map(|e| e.ok())
             .find(|e| e.path().join("state.json").exists())
             .expect("an attachment's state file");
         let text = std::fs::read_to_string(dir.path().join("state.json")).unwrap();
-        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        v["fuse_transport"].as_str().unwrap_or("").to_string()
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// How the attached daemon gets its requests ("io_uring (N queues)" or
+    /// "/dev/fuse"), from its state file.
+    pub fn transport(&self) -> String {
+        self.state()["fuse_transport"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
     }
 
     /// Asserts the attachment serves through `mode`'s transport.
