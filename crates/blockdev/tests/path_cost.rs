@@ -10,21 +10,12 @@ use common::*;
 
 /// 256 direct 4 KiB writes, then the same reads, on `dev`.
 fn io(dev: &str) {
-    for cmd in [
-        format!("dd if=/dev/urandom of={dev} bs=4k count=256 oflag=direct status=none"),
-        format!("dd if={dev} of=/dev/null bs=4k count=256 iflag=direct status=none"),
-    ] {
-        let out = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(&cmd)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{cmd}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    sh(&format!(
+        "dd if=/dev/urandom of={dev} bs=4k count=256 oflag=direct status=none"
+    ));
+    sh(&format!(
+        "dd if={dev} of=/dev/null bs=4k count=256 iflag=direct status=none"
+    ));
 }
 
 /// The split of the daemon's wall time for `op` ("read" or "write").
