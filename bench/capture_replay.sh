@@ -67,6 +67,14 @@ if [ -n "${DAEMON_NICE:-}" ]; then
   for t in /proc/"$daemon"/task/*; do renice -n "$DAEMON_NICE" -p "${t##*/}" >/dev/null; done
   echo "the daemon's threads at nice $DAEMON_NICE" >&2
 fi
+if [ -n "${DAEMON_RT:-}" ]; then
+  # An experiment: the FUSE ring threads (fuse-uring-N) SCHED_FIFO at this priority.
+  daemon=$(python3 -c 'import json,glob; print(json.load(open(glob.glob("'"$work"'/run/*/state.json")[0]))["pid"])')
+  for t in /proc/"$daemon"/task/*; do
+    case $(cat "$t/comm") in fuse-uring-*) chrt -f -p "$DAEMON_RT" "${t##*/}" ;; esac
+  done
+  echo "the daemon's FUSE ring threads SCHED_FIFO $DAEMON_RT" >&2
+fi
 cp "/sys/block/$(basename "$dev")/stat" "$work/diskstat.0"
 block=none
 fuse_mnt=$(python3 -c 'import json,glob; print(json.load(open(glob.glob("'"$work"'/run/*/state.json")[0]))["mountpoint"])')
@@ -242,6 +250,10 @@ fe = st[0].get("fuse_entries")
 if fe:
     print(f"FUSE ring entries: at most {fe['most_in_use']} of {fe['per_queue']} of a queue held a request; "
           f"{fe['all_in_use']} requests were taken with all of their queue's entries busy")
+    if fe.get("answers"):
+        print(f"FUSE ring threads' answers at their time: {fe['answers']}, late while waiting "
+              f"{fe['late_waiting_mean_us']:.1f} us + while working {fe['late_working_mean_us']:.1f} us (means); "
+              f"over 100 us late: {fe['late_100us_waiting']} mostly waiting, {fe['late_100us_working']} mostly working")
 late, svc = m["emulator_late"], m["service_latency"]
 print(f"daemon: late mean {late['mean_us']:.1f} us, p99 {late['p99_us']:.1f} us; its own work per I/O "
       f"mean {svc['mean_us']:.1f} us; flush (store sync) mean {m['flush_latency']['mean_us']:.1f} us; "

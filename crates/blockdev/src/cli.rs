@@ -81,6 +81,12 @@ pub struct AttachArgs {
     /// concurrency it takes longer.
     #[arg(long, default_value = "on")]
     pub path_trim: String,
+    /// The threads that answer I/Os at the model's time run SCHED_FIFO at
+    /// this priority (1-99), so that a client keeping every CPU busy does
+    /// not make the answers late; off: ordinary threads. Without the
+    /// permission (root or CAP_SYS_NICE) the daemon logs it and goes on.
+    #[arg(long, default_value = "10")]
+    pub rt_priority: String,
     /// Make the store pages of the units the log opens next ready ahead: a
     /// thread per device syncs the store, zeroes each such free unit's
     /// range (unwritten extents, still allocated) and reads it into the
@@ -336,6 +342,7 @@ fn attach(mut a: AttachArgs) -> Result<()> {
         "none" => crate::daemon::PathMode::None,
         o => bail!("--path-cost: '{o}' (expected probe, host or none)"),
     };
+    let rt_priority = crate::sched::parse_priority(&a.rt_priority).map_err(anyhow::Error::msg)?;
     let prefault = on_off("--prefault", a.prefault.as_str())?;
     let recycle = on_off("--recycle", a.recycle.as_str())?;
     let path_trim =
@@ -397,6 +404,7 @@ fn attach(mut a: AttachArgs) -> Result<()> {
         idle_poll,
         path_cost,
         path_trim,
+        rt_priority,
         fuse_uring,
         prefault,
         recycle,

@@ -52,6 +52,9 @@ pub struct DaemonConfig {
     /// Trim the reads' lead in a closed loop against the loop devices' own
     /// latency (`--path-trim`, [`crate::trim`]).
     pub path_trim: bool,
+    /// The answering threads' SCHED_FIFO priority (`--rt-priority`,
+    /// [`crate::sched`]); None: ordinary threads.
+    pub rt_priority: Option<i32>,
     /// Make the store pages of the units the log opens next ready ahead
     /// (`--prefault`, [`crate::warm`]).
     pub prefault: bool,
@@ -394,7 +397,14 @@ impl Daemon {
         let mut idle = crate::wakeup::IdlePoll::new(cfg.idle_poll);
         // The probe below runs under the same wake-up latency as the I/O.
         idle.hold();
-        let (timer, timer_thread) = Timer::start();
+        let rt = cfg.rt_priority.and_then(|p| match crate::sched::check(p) {
+            Ok(()) => Some(p),
+            Err(why) => {
+                warn!("the answering threads stay ordinary threads ({why}): answers may be late under load");
+                None
+            }
+        });
+        let (timer, timer_thread) = Timer::start(rt);
         let want_uring = match cfg.fuse_uring {
             UringMode::Off => false,
             mode => match crate::uring::enable_in_kernel().and_then(|()| crate::uring::usable()) {
@@ -449,6 +459,7 @@ impl Daemon {
             fuse_transport: "/dev/fuse".into(),
             path_trim: cfg.path_trim && cfg.timing == Timing::Model,
             rq_affinity: rq_affinity_for(cfg.timing),
+            rt_priority: rt,
         };
         let mut d = Daemon {
             state: state.clone(),
@@ -476,7 +487,7 @@ impl Daemon {
                 None => Err(Some("no FUSE_INIT from the kernel in 10 s".to_string())),
                 Some(false) => Err(None),
                 Some(true) => {
-                    crate::uring::Queues::start(conn_fd, ring_fs, crate::fs::MAX_WRITE as usize)
+                    crate::uring::Queues::start(conn_fd, ring_fs, crate::fs::MAX_WRITE as usize, rt)
                         .map_err(Some)
                 }
             };
@@ -723,10 +734,20 @@ impl Daemon {
                 let mut s = sampler.report(&self.state, &self.engines);
                 s.trace = Some(self.capture.status());
                 if self.queues.is_some() {
+                    let r = &self.ring_use;
+                    let answers = r.answers.load(Ordering::Relaxed);
+                    let mean = |ns: &std::sync::atomic::AtomicU64| {
+                        ns.load(Ordering::Relaxed) as f64 / answers.max(1) as f64 / 1e3
+                    };
                     s.fuse_entries = Some(crate::status::FuseEntries {
                         per_queue: crate::uring::ENTRIES as u64,
-                        most_in_use: self.ring_use.most_in_use.load(Ordering::Relaxed),
-                        all_in_use: self.ring_use.all_in_use.load(Ordering::Relaxed),
+                        most_in_use: r.most_in_use.load(Ordering::Relaxed),
+                        all_in_use: r.all_in_use.load(Ordering::Relaxed),
+                        answers,
+                        late_waiting_mean_us: mean(&r.late_waiting_ns),
+                        late_working_mean_us: mean(&r.late_working_ns),
+                        late_100us_waiting: r.late_100us_waiting.load(Ordering::Relaxed),
+                        late_100us_working: r.late_100us_working.load(Ordering::Relaxed),
                     });
                 }
                 let _ = writeln!(w, "{}", serde_json::to_string(&s).unwrap_or_default());

@@ -95,6 +95,39 @@ pub struct RingUse {
     pub most_in_use: std::sync::atomic::AtomicU64,
     /// Requests taken while every entry of their queue held one.
     pub all_in_use: std::sync::atomic::AtomicU64,
+    /// Answers a queue thread sent at their deadline ([`crate::uring`]).
+    pub answers: std::sync::atomic::AtomicU64,
+    /// Their lateness while the thread waited (the wake-up came after the
+    /// deadline: a timer's overshoot, a yield that lost the CPU), ns.
+    pub late_waiting_ns: std::sync::atomic::AtomicU64,
+    /// Their lateness while the thread worked (serving other requests,
+    /// sending other answers after it woke), ns.
+    pub late_working_ns: std::sync::atomic::AtomicU64,
+    /// Answers over 100 µs late, by where most of it came from.
+    pub late_100us_waiting: std::sync::atomic::AtomicU64,
+    pub late_100us_working: std::sync::atomic::AtomicU64,
+}
+
+impl RingUse {
+    /// Records an answer due at `at`, sent at `now` by a thread that
+    /// waited from `slept` until `woke` (the latest wait before `now`).
+    pub fn record_answer(&self, at: Instant, now: Instant, (slept, woke): (Instant, Instant)) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let waiting = woke.saturating_duration_since(at.max(slept));
+        let working = now.saturating_duration_since(at.max(woke));
+        self.answers.fetch_add(1, Relaxed);
+        self.late_waiting_ns
+            .fetch_add(waiting.as_nanos() as u64, Relaxed);
+        self.late_working_ns
+            .fetch_add(working.as_nanos() as u64, Relaxed);
+        if waiting + working > Duration::from_micros(100) {
+            if waiting >= working {
+                self.late_100us_waiting.fetch_add(1, Relaxed);
+            } else {
+                self.late_100us_working.fetch_add(1, Relaxed);
+            }
+        }
+    }
 }
 
 impl CardFs {

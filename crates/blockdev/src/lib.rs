@@ -45,6 +45,7 @@ pub mod logging;
 pub mod manage;
 pub mod record;
 pub mod recycle;
+pub mod sched;
 pub mod state;
 pub mod status;
 pub mod store;

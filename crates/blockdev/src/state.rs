@@ -46,6 +46,10 @@ pub struct AttachState {
     /// (`--path-trim`, [`crate::trim`]).
     #[serde(default)]
     pub path_trim: bool,
+    /// The answering threads' SCHED_FIFO priority (`--rt-priority`); null
+    /// when off or refused.
+    #[serde(default)]
+    pub rt_priority: Option<i32>,
     /// The loop devices' `queue/rq_affinity` while attached (see
     /// [`rq_affinity_for`]); 0 when not recorded.
     #[serde(default)]

@@ -286,6 +286,20 @@ pub struct FuseEntries {
     /// Requests taken while every entry of their queue held one (later
     /// requests of that CPU waited in the kernel for an entry).
     pub all_in_use: u64,
+    /// Answers the queue threads sent at their model's time, and their
+    /// mean lateness split by what the thread was doing when they fell
+    /// due: waiting (its wake-up came late) or working (serving other
+    /// requests), µs; and how many were over 100 µs late, by the larger.
+    #[serde(default)]
+    pub answers: u64,
+    #[serde(default)]
+    pub late_waiting_mean_us: f64,
+    #[serde(default)]
+    pub late_working_mean_us: f64,
+    #[serde(default)]
+    pub late_100us_waiting: u64,
+    #[serde(default)]
+    pub late_100us_working: u64,
 }
 
 #[derive(Clone, Copy, Default)]

@@ -103,7 +103,9 @@ pub struct Timer {
 }
 
 impl Timer {
-    pub fn start() -> (Arc<Timer>, std::thread::JoinHandle<()>) {
+    /// Starts the timer thread, SCHED_FIFO at `rt` if given
+    /// ([`crate::sched`]; a refusal is logged).
+    pub fn start(rt: Option<i32>) -> (Arc<Timer>, std::thread::JoinHandle<()>) {
         let t = Arc::new(Timer {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
@@ -111,7 +113,14 @@ impl Timer {
         let t2 = t.clone();
         let h = std::thread::Builder::new()
             .name("vsl-timer".into())
-            .spawn(move || t2.run())
+            .spawn(move || {
+                if let Some(p) = rt {
+                    if let Err(e) = crate::sched::make_realtime(p) {
+                        tracing::warn!("the timer thread stays an ordinary thread: {e}");
+                    }
+                }
+                t2.run()
+            })
             .expect("spawn timer thread");
         (t, h)
     }
@@ -207,7 +216,7 @@ mod tests {
 
     #[test]
     fn acks_in_deadline_order_and_not_early() {
-        let (t, h) = Timer::start();
+        let (t, h) = Timer::start(None);
         let (tx, rx) = mpsc::channel();
         let base = Instant::now() + Duration::from_millis(20);
         for i in [3u64, 1, 2] {

@@ -206,7 +206,8 @@ impl Queues {
     /// the session's), each with [`ENTRIES`] entries of `payload` bytes.
     /// Returns once every queue has registered its entries, or the first
     /// error (the kernel refuses: FUSE over io_uring not negotiated).
-    pub fn start(fd: RawFd, fs: CardFs, payload: usize) -> Result<Queues, String> {
+    /// Their threads are SCHED_FIFO at `rt` if given ([`crate::sched`]).
+    pub fn start(fd: RawFd, fs: CardFs, payload: usize, rt: Option<i32>) -> Result<Queues, String> {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         // The kernel has a queue per possible CPU and routes a request to
         // the queue of the CPU it was sent from: every one needs entries.
@@ -230,7 +231,7 @@ impl Queues {
             let stop = stop.clone();
             let h = std::thread::Builder::new()
                 .name(format!("fuse-uring-{qid}"))
-                .spawn(move || queue_thread(fd, qid, fs, payload, wake, stop, tx))
+                .spawn(move || queue_thread(fd, (qid, rt), fs, payload, wake, stop, tx))
                 .map_err(|e| format!("spawning a FUSE queue thread: {e}"))?;
             q.threads.push(h);
             match rx.recv() {
@@ -321,7 +322,7 @@ fn with_len(e: squeue::Entry128, len: u32) -> squeue::Entry128 {
 
 fn queue_thread(
     fd: RawFd,
-    qid: usize,
+    (qid, rt): (usize, Option<i32>),
     fs: CardFs,
     payload: usize,
     wake: RawFd,
@@ -329,6 +330,11 @@ fn queue_thread(
     started: std::sync::mpsc::Sender<Result<(), String>>,
 ) {
     pin_to_cpu(qid);
+    if let Some(p) = rt {
+        if let Err(e) = crate::sched::make_realtime(p) {
+            tracing::warn!("FUSE queue {qid}: stays an ordinary thread: {e}");
+        }
+    }
     let mut ring: IoUring<squeue::Entry128, cqueue::Entry> =
         match IoUring::builder().build((2 * ENTRIES + 8) as u32) {
             Ok(r) => r,
@@ -437,11 +443,15 @@ fn queue_thread(
     crate::fs::LOCAL_DEADLINES.with(|l| *l.borrow_mut() = Some(Vec::new()));
     // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's slack.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    // The thread's latest wait for work: from, until (where an answer's
+    // lateness came from, in status).
+    let mut waited = (Instant::now(), Instant::now());
     'serve: loop {
         // Answers whose time has come, then the commits of every answer.
         let now = Instant::now();
         while due.peek().is_some_and(|d| d.at <= now) {
             let d = due.pop().expect("peeked");
+            ring_use.record_answer(d.at, now, waited);
             (d.ack)(now);
         }
         in_use = in_use.saturating_sub(queue_commits(
@@ -454,6 +464,7 @@ fn queue_thread(
         ));
         // Wait for a request, or until the next answer is due: sleep while
         // the wake-up's overshoot leaves time, then poll the completions.
+        waited.0 = Instant::now();
         let r = match due.peek().map(|d| d.at.saturating_duration_since(now)) {
             None => ring.submit_and_wait(1),
             Some(left) => match crate::timer::sleep_for(left) {
@@ -479,6 +490,7 @@ fn queue_thread(
                 }
             },
         };
+        waited.1 = Instant::now();
         match r {
             Ok(_) => {}
             Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::ETIME)) => {}
@@ -536,6 +548,7 @@ fn queue_thread(
             if due.peek().is_some_and(|d| d.at <= now) {
                 while due.peek().is_some_and(|d| d.at <= now) {
                     let d = due.pop().expect("peeked");
+                    ring_use.record_answer(d.at, now, waited);
                     (d.ack)(now);
                 }
                 in_use = in_use.saturating_sub(queue_commits(
