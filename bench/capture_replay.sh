@@ -18,7 +18,10 @@
 # kernel path's round trip (`--path-cost probe`), so that the block layer
 # sees the model's latency: the daemon's view is the model's less that
 # lead, plus how late the daemon was. The script prints the daemon's
-# split of its wall time (before the model, the model, the lead, late).
+# split of its wall time (before the model, the model, the lead, late),
+# and the FUSE ring threads' lateness split into the time they waited for
+# their wake-up and the time they worked after it. DAEMON_RT=N (an
+# experiment, like DAEMON_NICE): `chrt -f N` on the ring threads from here.
 # With ATTACH_OPTS="--path-cost none" the daemon answers at the model's
 # completion (no lead): its view is then the model's plus its lateness.
 # So that reads reach the card, the database is larger than PostgreSQL's
