@@ -83,8 +83,9 @@ pub struct AttachArgs {
     pub path_trim: String,
     /// The threads that answer I/Os at the model's time run SCHED_FIFO at
     /// this priority (1-99), so that a client keeping every CPU busy does
-    /// not make the answers late; off: ordinary threads. Without the
-    /// permission (root or CAP_SYS_NICE) the daemon logs it and goes on.
+    /// not make the answers late; off: ordinary threads. With --timing
+    /// none nothing waits for a time and it is off. Without the permission
+    /// (root or CAP_SYS_NICE) the daemon logs it and goes on.
     #[arg(long, default_value = "10")]
     pub rt_priority: String,
     /// Make the store pages of the units the log opens next ready ahead: a

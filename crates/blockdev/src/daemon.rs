@@ -397,7 +397,11 @@ impl Daemon {
         let mut idle = crate::wakeup::IdlePoll::new(cfg.idle_poll);
         // The probe below runs under the same wake-up latency as the I/O.
         idle.hold();
-        let rt = cfg.rt_priority.and_then(|p| match crate::sched::check(p) {
+        // Only answers held until the model's time need a prompt wake-up;
+        // at full speed (`--timing none`) a real-time serving thread would
+        // only take the CPU from the loop device's worker and the client.
+        let wants_rt = cfg.rt_priority.filter(|_| cfg.timing == Timing::Model);
+        let rt = wants_rt.and_then(|p| match crate::sched::check(p) {
             Ok(()) => Some(p),
             Err(why) => {
                 warn!("the answering threads stay ordinary threads ({why}): answers may be late under load");

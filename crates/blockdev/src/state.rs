@@ -47,7 +47,7 @@ pub struct AttachState {
     #[serde(default)]
     pub path_trim: bool,
     /// The answering threads' SCHED_FIFO priority (`--rt-priority`); null
-    /// when off or refused.
+    /// when off, refused or with `--timing none`.
     #[serde(default)]
     pub rt_priority: Option<i32>,
     /// The loop devices' `queue/rq_affinity` while attached (see

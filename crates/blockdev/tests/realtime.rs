@@ -1,7 +1,7 @@
 //! `vsl attach --rt-priority`: the threads that answer I/Os at the model's
 //! time (the FUSE ring queues' and the timer thread) run SCHED_FIFO, so a
 //! client keeping every CPU busy does not make the answers late; `off`
-//! leaves them ordinary threads.
+//! leaves them ordinary threads, and so does `--timing none`.
 
 mod common;
 
@@ -82,12 +82,19 @@ fn answering_threads_run_realtime_unless_off() {
         }
         rig.detach_all();
 
-        // off: ordinary threads, and the state says so.
-        let _ = rig.attach(&[TINY_CARD, &["--fuse-uring", mode, "--rt-priority", "off"]].concat());
-        assert!(rig.state()["rt_priority"].is_null(), "{}", rig.state());
-        for (name, policy, _) in threads_sched(rig.daemon_pid(), "") {
-            assert_eq!(policy, 0, "{name} is real-time with --rt-priority off");
+        // off, and --timing none (nothing waits for a time): ordinary
+        // threads, and the state says so.
+        for opts in [["--rt-priority", "off"], ["--timing", "none"]] {
+            let _ = rig.attach(&[TINY_CARD, &["--fuse-uring", mode], &opts].concat());
+            assert!(
+                rig.state()["rt_priority"].is_null(),
+                "{opts:?}: {}",
+                rig.state()
+            );
+            for (name, policy, _) in threads_sched(rig.daemon_pid(), "") {
+                assert_eq!(policy, 0, "{name} is real-time with {opts:?}");
+            }
+            rig.detach_all();
         }
-        rig.detach_all();
     }
 }
