@@ -127,7 +127,8 @@ runmodel() {
   [ "$1" = randwrite ] && warm=(--warmup "${WRITE_WARMUP}s")
   "$VSL" run "${CARD[@]}" --rw "$1" --bs 16k --threads "$2" --qd 1 --size "$SIZE" \
     --precondition "${warm[@]}" --duration 10s --json "$work/model.json" >/dev/null 2>&1
-  python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]; print(s["iops"]*16384/2**20)' "$work/model.json"
+  python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]; print(s["iops"]*16384/2**20)
+print("    vsl run: mean latency %.1f us" % s.get("lat_avg_us", 0), file=sys.stderr)' "$work/model.json"
 }
 status_json() { "$BIN" status --json; }
 breakdown() {
@@ -142,7 +143,11 @@ print("    daemon: service p50 %.1f us p99 %.1f us | late p50 %.1f us p99 %.1f u
 p=m.get("prefault") or {}
 print("    prefault: on %s, units prepared %d, used %d, taken back %d, claims waited %d; erases %d" % (
   p.get("on"), p.get("prepared",0), p.get("used",0), p.get("taken_back",0), p.get("waited",0), m["erases"]))
-print("    reads answered earlier by the trim against the loop device latency (--path-trim): %+.1f us" % m.get("lead_trim_read_us",0))' "$1"
+print("    reads answered earlier by the trim against the loop device latency (--path-trim): %+.1f us" % m.get("lead_trim_read_us",0))
+for op, sp in sorted((m.get("wall_split") or {}).items()):
+    if sp.get("count"):
+        print("    %s: daemon wall time %.1f us = before the model %.1f + model %.1f - lead %.1f + late %.1f [%d I/Os]" % (
+            op, sp["wall_us"], sp["before_model_us"], sp["model_us"], sp["lead_us"], sp["late_us"], sp["count"]))' "$1"
 }
 
 results=()
