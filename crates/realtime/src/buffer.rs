@@ -248,10 +248,12 @@ impl IoBuffers {
         self.backing
     }
 
+    #[cfg(any(feature = "uring", test))]
     pub(crate) fn slots(&self) -> usize {
         self.slots
     }
 
+    #[cfg(any(feature = "uring", test))]
     pub(crate) fn slot_bytes(&self) -> usize {
         self.slot_bytes
     }
