@@ -141,8 +141,9 @@ print("    daemon: service p50 %.1f us p99 %.1f us | late p50 %.1f us p99 %.1f u
   f("emulator_late").get("p50_us",0), f("emulator_late").get("p99_us",0),
   m["flushes"], f("flush_latency").get("p50_us",0)/1e3, f("flush_latency").get("p99_us",0)/1e3))
 p=m.get("prefault") or {}
-print("    prefault: on %s, units prepared %d, used %d, taken back %d, claims waited %d; erases %d" % (
-  p.get("on"), p.get("prepared",0), p.get("used",0), p.get("taken_back",0), p.get("waited",0), m["erases"]))
+print("    prefault: on %s, units prepared %d, used %d, taken back %d, claims waited %d; erases %d; trims %d; WA %.2f" % (
+  p.get("on"), p.get("prepared",0), p.get("used",0), p.get("taken_back",0), p.get("waited",0), m["erases"],
+  m.get("trims",0), m.get("write_amplification",0)))
 print("    reads answered earlier by the trim against the loop device latency (--path-trim): %+.1f us" % m.get("lead_trim_read_us",0))
 for op, sp in sorted((m.get("wall_split") or {}).items()):
     if sp.get("count"):
