@@ -29,17 +29,9 @@ fn path_cost_none_answers_at_the_models_completion() {
         return;
     }
     let rig = Rig::new("pathcost");
-    let store = rig.store.to_str().unwrap().to_string();
 
     // A value it does not know: one line naming the option, nothing made.
-    let mut bad = vec!["attach", "--store", &store, "--path-cost", "soon"];
-    bad.extend_from_slice(TINY_CARD);
-    let out = rig.vsl(&bad);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "a bad --path-cost attached");
-    assert!(err.contains("--path-cost: 'soon'"), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(!rig.store.exists(), "a refused attach made the store");
+    rig.assert_attach_refused("--path-cost", "soon");
 
     // none: no lead and no trim, so every answer comes at or after the
     // model's completion.

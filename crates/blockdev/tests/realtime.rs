@@ -34,17 +34,9 @@ fn answering_threads_run_realtime_unless_off() {
         return;
     }
     let rig = Rig::new("realtime");
-    let store = rig.store.to_str().unwrap().to_string();
 
     // A value out of range: one line naming the option, nothing made.
-    let mut bad = vec!["attach", "--store", &store, "--rt-priority", "100"];
-    bad.extend_from_slice(TINY_CARD);
-    let out = rig.vsl(&bad);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "--rt-priority 100 attached");
-    assert!(err.contains("--rt-priority: '100'"), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(!rig.store.exists(), "a refused attach made the store");
+    rig.assert_attach_refused("--rt-priority", "100");
 
     for mode in transports("answering_threads_run_realtime_unless_off") {
         // The default: SCHED_FIFO (1) at 10 (the tests run as root).

@@ -241,6 +241,21 @@ impl Rig {
         }
     }
 
+    /// Asserts that `vsl attach --store STORE OPTION VALUE` (on the tiny
+    /// card) is refused with one line holding `--OPTION: 'VALUE'`, and
+    /// makes no store.
+    pub fn assert_attach_refused(&self, option: &str, value: &str) {
+        let store = self.store.to_str().unwrap();
+        let mut args = vec!["attach", "--store", store, option, value];
+        args.extend_from_slice(TINY_CARD);
+        let out = self.vsl(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{option} {value} attached");
+        assert!(err.contains(&format!("{option}: '{value}'")), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(!self.store.exists(), "a refused attach made the store");
+    }
+
     pub fn status_json(&self) -> serde_json::Value {
         let out = self.vsl(&["status", "--json"]);
         assert!(
