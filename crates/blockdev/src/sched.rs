@@ -3,15 +3,13 @@
 //!
 //! Under a client that keeps both CPUs busy (pgbench with four clients),
 //! an ordinary (CFS) thread whose answer falls due waits for the CPU: the
-//! answers were 24-37 µs late on average (p99 300-450 µs), nearly all of
+//! answers were 23-37 µs late on average (p99 300-450 µs), nearly all of
 //! it while the thread waited for its wake-up (`fuse_entries` in status).
-//! SCHED_FIFO threads run as soon as their timer fires: 6 µs (p99 56 µs),
-//! and the daemon's per-request latencies came within 3.5 % of the model's
-//! (docs/ATTACH_PERF.md, "Real-time answer threads").
-
-/// `--rt-priority`'s default: low among real-time threads (the kernel's
-/// interrupt threads run at 50), above every ordinary one.
-pub const DEFAULT_PRIORITY: i32 = 10;
+//! SCHED_FIFO threads run as soon as their timer fires: 2-4 µs late on
+//! average, and a captured trace's replay came within 4 % of the daemon's
+//! own latencies (docs/ATTACH_PERF.md, ninth round). The default priority,
+//! 10, is low among real-time threads (the kernel's interrupt threads run
+//! at 50) and above every ordinary one.
 
 /// Makes the calling thread SCHED_FIFO at `priority` (1-99); children it
 /// forks start as ordinary threads (SCHED_RESET_ON_FORK).
@@ -55,8 +53,9 @@ pub fn parse_priority(s: &str) -> Result<Option<i32>, String> {
 /// This thread's scheduling policy and priority.
 pub fn current() -> (i32, i32) {
     let mut param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: pid 0 is the calling thread; `param` is writable.
+    // SAFETY: pid 0 is the calling thread.
     let policy = unsafe { libc::sched_getscheduler(0) };
+    // SAFETY: pid 0 is the calling thread; `param` is writable.
     unsafe { libc::sched_getparam(0, &mut param) };
     (policy, param.sched_priority)
 }

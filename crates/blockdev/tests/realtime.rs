@@ -65,11 +65,14 @@ fn answering_threads_run_realtime_unless_off() {
             devs[0]
         ));
         if mode == "on" {
-            // The ring threads' answers and their lateness, by cause.
+            // The ring threads' answers and their lateness, by cause: both
+            // parts reported, and means of a few µs, not the time since
+            // attach (a split measured from the wrong instants).
             let fe = rig.status_json()[0]["fuse_entries"].clone();
             assert!(fe["answers"].as_u64().unwrap() >= 64, "{fe}");
             for k in ["late_waiting_mean_us", "late_working_mean_us"] {
-                assert!(fe[k].as_f64().unwrap() >= 0.0, "{k}: {fe}");
+                let v = fe[k].as_f64().unwrap();
+                assert!((0.0..10_000.0).contains(&v), "{k}: {fe}");
             }
         }
         rig.detach_all();
