@@ -6,7 +6,7 @@
 #     files, sysbench's default fsync every 100 requests) rndrd and rndwr at
 #     1, 4 and 16 threads (no fsyncs: FSYNC_FREQ, default 0), the card
 #     first written whole sequentially as `vsl run --precondition` does,
-#     the write points in steady state (WRITE_WARMUP);
+#     the write points in steady state (WRITE_WARMUP, WRITE_SETTLE);
 #  2. `vsl run` of the same card and pattern in virtual time (16 KiB random,
 #     N threads x QD 1 over 8 GiB, preconditioned; writes after a warm-up);
 #  3. the disk's own sequential write speed with fdatasync (dd), the bound
@@ -19,7 +19,8 @@
 # Needs root, /dev/fuse, loop devices, sysbench, mkfs.ext4.
 # RUNTIME (s) per sysbench point, default 15; SIZE of the files, default 8G;
 # THREADS, default "1 4 16"; MODES, default "rndrd rndwr"; WRITE_WARMUP (s),
-# default 120 (see runmodel); ATTACH_OPTS, extra
+# default 120 (see runmodel); WRITE_SETTLE (s), default 30 (see runsb);
+# ATTACH_OPTS, extra
 # `vsl attach` options (e.g. "--prefault off", "--fuse-uring off");
 # STORE_PARENT, default /var/tmp (must be on the disk under test).
 set -euo pipefail
@@ -104,15 +105,31 @@ SB=(sysbench fileio --file-total-size="$SIZE" --file-block-size=16384)
 # sync that the random-write model does not have.
 SB+=(--file-extra-flags=direct --file-fsync-freq="${FSYNC_FREQ:-0}")
 
+# A write point first runs WRITE_SETTLE seconds (default 30) of the same
+# sysbench run unmeasured (sysbench's --report-checkpoints resets every
+# counter and the latency histogram there; the figures are the last
+# report's). Between two points the card idles for a few seconds (sysbench
+# exits, the card is re-attached and mounted), and after 10 ms without I/O
+# the groomer frees space up to its idle target (`vsl.idle_groom_fraction`,
+# docs/MODEL.md); without the settle the first seconds of a point write
+# into that space without collecting, while the model's point runs straight
+# after its warm-up with no idle time (bench/RESULTS.md, 2026-11-27).
+WRITE_SETTLE=${WRITE_SETTLE:-30}
 # sysbench MODE THREADS -> "MiB/s p95_ms" on stdout
 runsb() {
-  (cd "$work/fs" && "${SB[@]}" --file-test-mode="$1" --threads="$2" --time="$RUNTIME" \
+  local settle=()
+  if [ "$1" = rndwr ] && [ "$WRITE_SETTLE" -gt 0 ]; then
+    settle=(--report-checkpoints="$WRITE_SETTLE")
+  fi
+  (cd "$work/fs" && "${SB[@]}" --file-test-mode="$1" --threads="$2" \
+    --time="$((RUNTIME + ${#settle[@]} * WRITE_SETTLE))" "${settle[@]}" \
     --percentile=95 run) | python3 -c '
 import re,sys
 t=sys.stdin.read()
-r=float(re.search(r"read, MiB/s:\s+([0-9.]+)", t).group(1))
-w=float(re.search(r"written, MiB/s:\s+([0-9.]+)", t).group(1))
-p=float(re.search(r"95th percentile:\s+([0-9.]+)", t).group(1))
+last=lambda pat: float(re.findall(pat, t)[-1])
+r=last(r"read, MiB/s:\s+([0-9.]+)")
+w=last(r"written, MiB/s:\s+([0-9.]+)")
+p=last(r"95th percentile:\s+([0-9.]+)")
 print(r+w, p)'
 }
 # Random writes are compared in steady state on both sides: the attached
@@ -148,7 +165,17 @@ print("    reads answered earlier by the trim against the loop device latency (-
 for op, sp in sorted((m.get("wall_split") or {}).items()):
     if sp.get("count"):
         print("    %s: daemon wall time %.1f us = before the model %.1f + model %.1f - lead %.1f + late %.1f [%d I/Os]" % (
-            op, sp["wall_us"], sp["before_model_us"], sp["model_us"], sp["lead_us"], sp["late_us"], sp["count"]))' "$1"
+            op, sp["wall_us"], sp["before_model_us"], sp["model_us"], sp["lead_us"], sp["late_us"], sp["count"]))
+# With a snapshot taken when the settle ended: the measured window alone.
+if len(sys.argv) > 2 and sys.argv[2]:
+    m0=json.loads(sys.argv[2])[0]["members"][0]
+    for op, sp in sorted((m.get("wall_split") or {}).items()):
+        sp0=(m0.get("wall_split") or {}).get(op) or {}
+        n=sp.get("count",0)-sp0.get("count",0)
+        if n > 0:
+            tot=lambda k: sp[k]*sp["count"]-sp0.get(k,0)*sp0.get("count",0)
+            print("    %s, measured window only: daemon wall time %.1f us, model %.1f us [%d I/Os]" % (
+                op, tot("wall_us")/n, tot("model_us")/n, n))' "$1" "${2:-}"
 }
 
 results=()
@@ -160,22 +187,30 @@ for mode in ${MODES:-rndrd rndwr}; do
   fi
   for t in $THREADS; do
     attach_mount
+    # The daemon's counters when the settle ends, to tell the measured
+    # window's model latency from the settle's.
+    rm -f "$work/settled.json"
+    if [ $mode = rndwr ] && [ "$WRITE_SETTLE" -gt 0 ]; then
+      (sleep "$WRITE_SETTLE"; status_json >"$work/settled.json") &
+    fi
     read -r mbs p95 <<<"$(runsb $mode "$t")"
+    wait || true
     st=$(status_json)
+    st0=$(cat "$work/settled.json" 2>/dev/null || true)
     model=$(runmodel $rw "$t")
     ratio=$(python3 -c "print(round($mbs/$model, 2))")
     ok=$(python3 -c "print('ok' if abs($mbs/$model-1) <= 0.15 else 'MISSED')")
     line=$(printf "%-6s %2d threads: attached %7.1f MiB/s (p95 %6.2f ms)  model %7.1f MiB/s  ratio %4s  %s" \
       $mode "$t" "$mbs" "$p95" "$model" "$ratio" "$ok")
     echo "$line"
-    breakdown "$st"
+    breakdown "$st" "$st0"
     results+=("$line")
   done
 done
 umount "$work/fs"
 "$BIN" detach --all >/dev/null
 echo
-echo "sysbench fileio 16 KiB O_DIRECT (fsync freq ${FSYNC_FREQ:-0}) on ext4 on the attached iodrive-160-slc (--scale 0.1, timing model, store on disk, FUSE transport $transport), vs vsl run in virtual time, same run:"
+echo "sysbench fileio 16 KiB O_DIRECT (fsync freq ${FSYNC_FREQ:-0}) on ext4 on the attached iodrive-160-slc (--scale 0.1, timing model, store on disk, FUSE transport $transport), write points measured after ${WRITE_SETTLE} s unmeasured in the same sysbench run, vs vsl run in virtual time, same run:"
 printf '  %s\n' "${results[@]}"
 echo "  the disk's sequential write speed with fdatasync, same run: $disk_mbs MB/s"
 echo "$none_line"
