@@ -175,7 +175,10 @@ if len(sys.argv) > 2 and sys.argv[2]:
         if n > 0:
             tot=lambda k: sp[k]*sp["count"]-sp0.get(k,0)*sp0.get("count",0)
             print("    %s, measured window only: daemon wall time %.1f us, model %.1f us [%d I/Os]" % (
-                op, tot("wall_us")/n, tot("model_us")/n, n))' "$1" "${2:-}"
+                op, tot("wall_us")/n, tot("model_us")/n, n))
+    host=(m["host_bytes_written"]-m0["host_bytes_written"])/m["sector_bytes"]
+    if host > 0:
+        print("    measured window only: WA %.2f" % (1+(m["gc_sectors_moved"]-m0["gc_sectors_moved"])/host))' "$1" "${2:-}"
 }
 
 results=()
