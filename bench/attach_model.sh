@@ -115,15 +115,12 @@ SB+=(--file-extra-flags=direct --file-fsync-freq="${FSYNC_FREQ:-0}")
 # into that space without collecting, while the model's point runs straight
 # after its warm-up with no idle time (bench/RESULTS.md, 2026-11-27).
 WRITE_SETTLE=${WRITE_SETTLE:-30}
-# sysbench MODE THREADS -> "MiB/s p95_ms" on stdout
+# sysbench MODE THREADS SETTLE -> "MiB/s p95_ms" on stdout
 runsb() {
-  local settle=()
-  if [ "$1" = rndwr ] && [ "$WRITE_SETTLE" -gt 0 ]; then
-    settle=(--report-checkpoints="$WRITE_SETTLE")
-  fi
+  local checkpoint=()
+  [ "$3" -gt 0 ] && checkpoint=(--report-checkpoints="$3")
   (cd "$work/fs" && "${SB[@]}" --file-test-mode="$1" --threads="$2" \
-    --time="$((RUNTIME + ${#settle[@]} * WRITE_SETTLE))" "${settle[@]}" \
-    --percentile=95 run) | python3 -c '
+    --time="$((RUNTIME + $3))" "${checkpoint[@]}" --percentile=95 run) | python3 -c '
 import re,sys
 t=sys.stdin.read()
 last=lambda pat: float(re.findall(pat, t)[-1])
@@ -193,10 +190,12 @@ for mode in ${MODES:-rndrd rndwr}; do
     # The daemon's counters when the settle ends, to tell the measured
     # window's model latency from the settle's.
     rm -f "$work/settled.json"
-    if [ $mode = rndwr ] && [ "$WRITE_SETTLE" -gt 0 ]; then
-      (sleep "$WRITE_SETTLE"; status_json >"$work/settled.json") &
+    settle=0
+    [ $mode = rndwr ] && settle=$WRITE_SETTLE
+    if [ "$settle" -gt 0 ]; then
+      (sleep "$settle"; status_json >"$work/settled.json") &
     fi
-    read -r mbs p95 <<<"$(runsb $mode "$t")"
+    read -r mbs p95 <<<"$(runsb $mode "$t" "$settle")"
     wait || true
     st=$(status_json)
     st0=$(cat "$work/settled.json" 2>/dev/null || true)
