@@ -293,6 +293,7 @@ impl CardConfig {
             gc_share: v.gc_share,
             gc_runway_lebs: v.gc_runway_lebs * k,
             gc_catchup_lebs: v.catchup_lebs * k,
+            gc_yield_ns: v.gc_yield_ns,
             gc_idle_fraction: v.idle_groom_fraction,
             read_policy: ReadPolicy {
                 priority: self.read_priority,

@@ -94,6 +94,11 @@ pub struct VslParams {
     /// foreground until this many erase units above the low watermark are
     /// free; host I/O waits behind it. 0 = off.
     pub catchup_lebs: u32,
+    /// After a foreground stall, the groomer makes no background moves for
+    /// this long (ns), so the host writes the runway at full rate; 0 = off
+    /// (absent in a preset file: 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub gc_yield_ns: u64,
     /// Idle grooming: the share of the spare erase units (above the high
     /// watermark) the groomer frees while the host is idle; 0 = off.
     pub idle_groom_fraction: f64,
@@ -120,6 +125,7 @@ impl VslParams {
         gc_share: 0.5,
         gc_runway_lebs: 0,
         catchup_lebs: 0,
+        gc_yield_ns: 0,
         idle_groom_fraction: 0.0,
         buffer_units: 16,
         wear_level_spread: 64,
@@ -214,4 +220,8 @@ impl Format {
             Format::Overprovision(f) => format!("op:{:.1}%", f * 100.0),
         }
     }
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }

@@ -33,6 +33,7 @@ pub fn small_card(sector: u32, mode: GcMode) -> FtlConfig {
         gc_share: 0.5,
         gc_runway_lebs: 0,
         gc_catchup_lebs: 0,
+        gc_yield_ns: 0,
         gc_idle_fraction: 0.0,
         read_policy: ReadPolicy::FIFO,
         erase_batch: 1,

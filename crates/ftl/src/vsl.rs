@@ -115,6 +115,11 @@ pub struct FtlConfig {
     /// foreground until this many erase units above the low watermark are
     /// free, and waits behind that work. 0 turns it off.
     pub gc_catchup_lebs: u32,
+    /// The groomer yields after a stall: once a foreground stall at the
+    /// low watermark has finished (its work done on the array), the paced
+    /// groomer makes no background moves for this long, so the host
+    /// writes the runway at the array's full rate (ns). 0 turns it off.
+    pub gc_yield_ns: u64,
     /// Paced GC while the host is idle: after a pause in host I/O the
     /// groomer keeps collecting, at the array's whole move capacity, until
     /// this fraction of the spare erase units (above the high watermark)
@@ -169,6 +174,7 @@ impl FtlConfig {
             gc_share: 0.5,
             gc_runway_lebs: 0,
             gc_catchup_lebs: 0,
+            gc_yield_ns: 0,
             gc_idle_fraction: 0.0,
             read_policy: ReadPolicy::FIFO,
             erase_batch: 1,
@@ -333,6 +339,9 @@ pub struct Vsl {
     /// writes were last seen.
     wall_hit: bool,
     last_write_at: Nanos,
+    /// The groomer's yield after a stall ([`FtlConfig::gc_yield_ns`]): no
+    /// paced moves before this time.
+    paced_after: Nanos,
     /// Flashback parity, die failures and media errors
     /// ([`Vsl::enable_reliability`]); `None` (the default) costs one branch
     /// per I/O, placed sector, programmed unit and erase.
@@ -432,6 +441,7 @@ impl Vsl {
             idle_moved: 0,
             move_cost: Nanos::ZERO,
             wall_hit: false,
+            paced_after: Nanos::ZERO,
             last_write_at: Nanos::ZERO,
             flashback: None,
             pools: None,
@@ -790,6 +800,9 @@ impl Vsl {
                     break;
                 }
             }
+            if self.cfg.gc_yield_ns > 0 {
+                self.paced_after = self.nand.busy_until().max(t) + Nanos(self.cfg.gc_yield_ns);
+            }
         }
     }
 
@@ -992,7 +1005,7 @@ impl Vsl {
         let burst = (self.spu * self.cfg.geometry.banks) as f64;
         self.gc.top_up(t, burst);
         let free = self.free_space_lebs();
-        if free >= high {
+        if free >= high || t < self.paced_after {
             self.gc.clear_debt();
             return;
         }

@@ -32,6 +32,7 @@ fn card(idle: f64) -> FtlConfig {
         gc_share: 0.5,
         gc_runway_lebs: 0,
         gc_catchup_lebs: 0,
+        gc_yield_ns: 0,
         gc_idle_fraction: idle,
         read_policy: ReadPolicy::FIFO,
         erase_batch: 1,

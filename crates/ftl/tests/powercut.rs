@@ -34,6 +34,7 @@ fn small(sector: u32, mode: GcMode) -> FtlConfig {
         gc_share: 0.5,
         gc_runway_lebs: 0,
         gc_catchup_lebs: 0,
+        gc_yield_ns: 0,
         gc_idle_fraction: 0.0,
         read_policy: ReadPolicy::FIFO,
         erase_batch: 1,

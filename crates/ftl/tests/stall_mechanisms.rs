@@ -1,7 +1,8 @@
 //! The mechanisms of issue 29, on in the ioMemory presets and off in the
 //! comparables (docs/MODEL.md, "Mechanisms (issue 29)"):
 //! a stall's runway, catch-up grooming after a stalled write phase, and a
-//! read holding its bank for its data-out. Each changes what it claims to
+//! read holding its bank for its data-out; and the groomer's yield after a
+//! stall, off in every preset ("The groomer yields after a stall"). Each changes what it claims to
 //! change when on, and nothing when off.
 
 use ftl::fuzzing::small_card;
@@ -30,6 +31,7 @@ fn card(runway: u32, catchup: u32) -> FtlConfig {
         reserved_lebs: 2,
         gc_runway_lebs: runway,
         gc_catchup_lebs: catchup,
+        gc_yield_ns: 0,
         wear_level_spread: 1_000,
         track_sequence: false,
         ..small_card(4096, GcMode::Paced)
@@ -104,6 +106,61 @@ fn a_runway_makes_a_stall_longer() {
             off.write_peak
         );
         assert_eq!(off, run(0, 0, seed), "seed {seed}: not deterministic");
+    }
+}
+
+/// Random overwrites one at a time after a fill; per write, whether it
+/// stalled (GC moved more than a quarter of an erase unit while it ran: a
+/// paced write moves at most one write unit per bank, 8 sectors here, and a
+/// stall with a runway collects whole victims) or made paced moves. Returns
+/// the paced writes (moves but no stall) issued within `window` after a
+/// stall's write completed, and the stalls seen.
+fn paced_moves_after_stalls(yield_for: Nanos, window: Nanos, seed: u64) -> (u64, u32) {
+    let mut cfg = card(1, 0);
+    cfg.gc_yield_ns = yield_for.0;
+    let n = cfg.user_sectors;
+    let unit = cfg.slots_per_leb() as u64;
+    let mut v = Vsl::new(cfg).unwrap();
+    let mut t = Nanos::ZERO;
+    for lba in 0..n {
+        t = v.write(t, lba, 1).unwrap();
+    }
+    let mut x = seed;
+    let (mut paced, mut stalls) = (0u64, 0u32);
+    let mut stall_done: Option<Nanos> = None;
+    for _ in 0..3 * n {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let before = v.gc_sectors_moved();
+        let done = v.write(t, (x >> 33) % n, 1).unwrap();
+        let moved = v.gc_sectors_moved() - before;
+        if moved > unit / 4 {
+            stalls += 1;
+            stall_done = Some(done);
+        } else if moved > 0 && stall_done.is_some_and(|s| t < s + window) {
+            paced += 1;
+        }
+        t = done;
+    }
+    (paced, stalls)
+}
+
+#[test]
+fn the_groomer_yields_after_a_stall() {
+    let window = Nanos(20_000_000);
+    for seed in [1u64, 2] {
+        let (off, stalls_off) = paced_moves_after_stalls(Nanos::ZERO, window, seed);
+        let (on, stalls_on) = paced_moves_after_stalls(Nanos(40_000_000), window, seed);
+        assert!(
+            stalls_off > 0 && stalls_on > 0,
+            "seed {seed}: no stall ({stalls_off}, {stalls_on})"
+        );
+        assert!(
+            off > 0,
+            "seed {seed}: without a yield no paced move follows a stall: the check cannot fail"
+        );
+        assert_eq!(on, 0, "seed {seed}: {on} writes made paced moves within 20 ms of a stall despite a 40 ms yield");
     }
 }
 
