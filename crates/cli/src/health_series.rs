@@ -86,6 +86,9 @@ impl VirtualDevice for Sampled<'_> {
     fn prefetch(&self, offset: u64, deep: bool) {
         self.card.prefetch(offset, deep)
     }
+    fn host_thread_ns(&self) -> u64 {
+        self.card.host_thread_ns()
+    }
 }
 
 /// The live point of an interval, with the latest health sample.

@@ -84,12 +84,16 @@ fn check_dir(x: &Value, d: &str) -> u64 {
         .map(|c| c.as_u64().unwrap())
         .sum();
     assert_eq!(bins, n, "{d}: bins hold every I/O");
-    let p: Vec<u64> = clat["percentile"]
+    // In order of the percentile (the JSON object's keys are strings,
+    // "10.000000" before "5.000000").
+    let mut kv: Vec<(f64, u64)> = clat["percentile"]
         .as_object()
         .unwrap()
-        .values()
-        .map(|c| c.as_u64().unwrap())
+        .iter()
+        .map(|(k, c)| (k.parse().unwrap(), c.as_u64().unwrap()))
         .collect();
+    kv.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let p: Vec<u64> = kv.into_iter().map(|(_, v)| v).collect();
     assert_eq!(p.len(), 17, "fio's default percentile list");
     assert!(p.windows(2).all(|w| w[0] <= w[1]), "{d}: {p:?}");
     let (min, max) = (clat["min"].as_u64().unwrap(), clat["max"].as_u64().unwrap());

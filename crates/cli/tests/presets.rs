@@ -134,6 +134,11 @@ fn bad_preset_files_are_one_line_naming_the_field() {
             "cell = \"qlc\"",
             "nand.cell = \"qlc\" is not one of",
         ),
+        (
+            "thread_ns = 19500",
+            "thread_ns = 20000000",
+            "host.thread_ns = 20000000 is out of range 0..=10000000",
+        ),
         ("[power]", "[power]\nfan_rpm = 3", "unknown field `fan_rpm`"),
         (
             "buffer_units = 16",

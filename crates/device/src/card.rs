@@ -114,6 +114,12 @@ pub trait VirtualDevice {
     /// map entry, and with `deep` (the map entry is expected to be cached
     /// by now) what the entry points to. Changes no state and no result.
     fn prefetch(&self, _offset: u64, _deep: bool) {}
+    /// CPU time a submitting thread spends per I/O
+    /// ([`Preset::host_thread_ns`]): a closed-loop driver issues a
+    /// thread's I/Os at least this far apart. 0 = no per-thread limit.
+    fn host_thread_ns(&self) -> u64 {
+        0
+    }
 }
 
 /// Which ioMemory devices of a card to use.
@@ -1051,6 +1057,10 @@ impl Card {
 }
 
 impl VirtualDevice for Card {
+    fn host_thread_ns(&self) -> u64 {
+        self.config.preset.host_thread_ns
+    }
+
     fn capacity_bytes(&self) -> u64 {
         self.capacity_sectors * self.sector_bytes as u64
     }

@@ -36,6 +36,11 @@ pub struct Preset {
     /// many cores).
     pub host_read_ns: u64,
     pub host_write_ns: u64,
+    /// The part of the host cost a submitting thread spends on the CPU
+    /// per I/O (ns): a thread issues its next I/O only after it, so one
+    /// thread does at most 1 s / `host_thread_ns` I/Os however deep its
+    /// queue. Within the latency above, not added to it; 0 = no limit.
+    pub host_thread_ns: u64,
     /// The FTL runs in the host (Fusion-io's VSL: the map lives in host
     /// RAM) rather than on the card's controllers.
     pub host_ftl: bool,
@@ -222,6 +227,6 @@ impl Format {
     }
 }
 
-fn is_zero(v: &u64) -> bool {
+pub(crate) fn is_zero(v: &u64) -> bool {
     *v == 0
 }

@@ -3,7 +3,7 @@
 //! binary). A malformed or out-of-range field is one line naming the file
 //! and the field.
 
-use crate::preset::{DataSheet, Preset, VslParams};
+use crate::preset::{is_zero, DataSheet, Preset, VslParams};
 use nand::{CellTiming, CellType, Geometry};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -173,6 +173,10 @@ pub struct HostFile {
     /// Host software cost per read / write I/O, ns.
     pub read_ns: u64,
     pub write_ns: u64,
+    /// CPU time per I/O that holds the submitting thread, ns (absent: 0,
+    /// no per-thread limit).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub thread_ns: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -247,6 +251,7 @@ pub const SOURCED_FIELDS: &[&str] = &[
     "controller.gc_datapath_split",
     "host.read_ns",
     "host.write_ns",
+    "host.thread_ns",
     "vsl.reserved_fraction",
     "vsl.gc_reserve_lebs",
     "vsl.gc_background_lebs",
@@ -347,6 +352,7 @@ impl PresetFile {
         }
         c.int("host.read_ns", self.host.read_ns, 0, 10_000_000)?;
         c.int("host.write_ns", self.host.write_ns, 0, 10_000_000)?;
+        c.int("host.thread_ns", self.host.thread_ns, 0, 10_000_000)?;
         self.vsl.check(origin)?;
         let p = &self.power;
         c.float("power.cooling_share", p.cooling_share, 0.01, 100.0)?;
@@ -381,8 +387,12 @@ impl PresetFile {
             }
         }
         // A field absent from the file and off by default (the groomer's
-        // yield, newer than most preset files) needs no source.
-        let off = |f: &str| f == "vsl.gc_yield_ns" && self.vsl.gc_yield_ns == 0;
+        // yield, a thread's CPU time: newer than most preset files) needs
+        // no source.
+        let off = |f: &str| {
+            (f == "vsl.gc_yield_ns" && self.vsl.gc_yield_ns == 0)
+                || (f == "host.thread_ns" && self.host.thread_ns == 0)
+        };
         if let Some(f) = SOURCED_FIELDS
             .iter()
             .find(|f| !self.sources.contains_key(**f) && !off(f))
@@ -430,6 +440,7 @@ impl PresetFile {
             link_bytes_per_s: self.controller.link_bytes_per_s,
             host_read_ns: self.host.read_ns,
             host_write_ns: self.host.write_ns,
+            host_thread_ns: self.host.thread_ns,
             host_ftl: self.controller.host_ftl,
             compression: self.controller.compression,
             gc_datapath: self.controller.gc_datapath,
@@ -486,6 +497,7 @@ impl PresetFile {
             host: HostFile {
                 read_ns: p.host_read_ns,
                 write_ns: p.host_write_ns,
+                thread_ns: p.host_thread_ns,
             },
             vsl: p.vsl,
             power: PowerFile {

@@ -323,6 +323,7 @@ pub struct ParamDef {
 pub const PARAMS: &[ParamDef] = &[
     ParamDef { name: "host.read_ns", lo: 5_000.0, hi: 60_000.0, integer: true, why: "calibrated: host software cost per read, 5-60 µs (a block driver to twice the first VSL's)" },
     ParamDef { name: "host.write_ns", lo: 5_000.0, hi: 60_000.0, integer: true, why: "calibrated: host software cost per write, 5-60 µs" },
+    ParamDef { name: "host.thread_ns", lo: 0.0, hi: 40_000.0, integer: true, why: "calibrated: host CPU time per I/O that holds the submitting thread, 0-40 µs" },
     ParamDef { name: "vsl.reserved_fraction", lo: 0.05, hi: 0.25, integer: false, why: "calibrated: reserved erase units, 5-25 % (beyond the formatted spare)" },
     ParamDef { name: "vsl.gc_share", lo: 0.1, hi: 1.0, integer: false, why: "assumption: the groomer's share of the array's move capacity" },
     ParamDef { name: "vsl.gc_runway_lebs", lo: 0.0, hi: 4.0, integer: true, why: "assumption: erase units a foreground stall reclaims beyond the low watermark" },
@@ -362,6 +363,7 @@ pub fn apply(base: &Preset, free: &[&ParamDef], values: &[f64]) -> Preset {
         match d.name {
             "host.read_ns" => p.host_read_ns = v.round() as u64,
             "host.write_ns" => p.host_write_ns = v.round() as u64,
+            "host.thread_ns" => p.host_thread_ns = v.round() as u64,
             "vsl.reserved_fraction" => p.vsl.reserved_fraction = v,
             "vsl.gc_share" => p.vsl.gc_share = v,
             "vsl.idle_groom_fraction" => p.vsl.idle_groom_fraction = v,
@@ -398,6 +400,7 @@ pub fn normalise(d: &ParamDef, base: &Preset) -> f64 {
     let v = match d.name {
         "host.read_ns" => base.host_read_ns as f64,
         "host.write_ns" => base.host_write_ns as f64,
+        "host.thread_ns" => base.host_thread_ns as f64,
         "vsl.reserved_fraction" => base.vsl.reserved_fraction,
         "vsl.gc_share" => base.vsl.gc_share,
         "vsl.idle_groom_fraction" => base.vsl.idle_groom_fraction,

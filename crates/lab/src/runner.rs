@@ -132,8 +132,10 @@ impl Window {
 }
 
 /// Runs `spec` (resolved against `dev`) from virtual time `start` with a
-/// closed loop of `threads × queue_depth` outstanding I/Os. Calls
-/// `on_interval` after each interval. Same inputs → identical results.
+/// closed loop of `threads × queue_depth` outstanding I/Os, each thread
+/// issuing its I/Os at least the device's
+/// [`VirtualDevice::host_thread_ns`] apart. Calls `on_interval` after
+/// each interval. Same inputs → identical results.
 pub fn run<D: VirtualDevice>(
     dev: &mut D,
     spec: &WorkloadSpec,
@@ -158,6 +160,45 @@ pub struct Think {
 
 /// A queue entry that is a thread's wake-up after its think time, not an I/O.
 const WAKE: u64 = u64::MAX;
+/// A queue entry that is a thread's next I/O waiting for the thread's CPU
+/// ([`VirtualDevice::host_thread_ns`]), issued when it pops: the device
+/// sees every I/O at the time it is issued, in time order.
+const DEFERRED: u64 = u64::MAX - 1;
+
+/// Whether a queue entry is an I/O in flight (not a wake-up or a wait).
+#[inline]
+fn in_flight(len: u64) -> bool {
+    len != WAKE && len != DEFERRED
+}
+
+/// Each thread's CPU: a thread spends `cpu` per I/O it issues, so it
+/// issues its I/Os at least `cpu` apart however deep its queue.
+struct ThreadCpu {
+    cpu: Nanos,
+    free: Vec<Nanos>,
+}
+
+impl ThreadCpu {
+    fn new(cpu_ns: u64, threads: u32, start: Nanos) -> ThreadCpu {
+        ThreadCpu {
+            cpu: Nanos(cpu_ns),
+            free: vec![start; if cpu_ns > 0 { threads as usize } else { 0 }],
+        }
+    }
+
+    /// The thread wants to issue an I/O at `t`: `None` if it can now
+    /// (its CPU is taken from `t`), else when it can (taken from then).
+    #[inline]
+    fn claim(&mut self, thread: u32, t: Nanos) -> Option<Nanos> {
+        if self.cpu.0 == 0 {
+            return None;
+        }
+        let f = &mut self.free[thread as usize];
+        let at = (*f).max(t);
+        *f = at + self.cpu;
+        (at > t).then_some(at)
+    }
+}
 
 /// [`run`], also accounting every measured completion in `fio` (per
 /// direction, fio's histogram and one sample per interval) when given, and
@@ -223,8 +264,13 @@ pub fn run_fio<D: VirtualDevice>(
         };
         Ok((done, io.is_read, io.len))
     };
+    let mut cpu = ThreadCpu::new(dev.host_thread_ns(), opts.threads, start);
     for slot in 0..outstanding as u32 {
         let thread = slot / opts.queue_depth;
+        if let Some(at) = cpu.claim(thread, start) {
+            queue.push(at, (thread, start, false, DEFERRED));
+            continue;
+        }
         let (done, is_read, len) = submit(dev, &mut gens, thread, start)?;
         queue.push(done, (thread, start, is_read, len));
     }
@@ -291,16 +337,26 @@ pub fn run_fio<D: VirtualDevice>(
             // Stop issuing and let the I/Os in flight finish, as fio does at
             // the end of a run, so the next run starts on a drained device.
             // They completed after the window closed and are not counted.
-            drained = if len == WAKE { end } else { t };
+            drained = if in_flight(len) { t } else { end };
             while let Some((t, (_, _, _, len))) = queue.pop() {
-                if len != WAKE {
+                if in_flight(len) {
                     drained = drained.max(t);
                 }
             }
             break;
         }
+        if len == DEFERRED {
+            // The thread's CPU is free for the I/O it wanted at `issued`.
+            let (done, r, l) = submit(dev, &mut gens, thread, t)?;
+            queue.replace_top(done, (thread, issued, r, l));
+            continue;
+        }
         if len == WAKE {
             // The thread's think time is over: its next I/O now.
+            if let Some(at) = cpu.claim(thread, t) {
+                queue.replace_top(at, (thread, t, false, DEFERRED));
+                continue;
+            }
             let (done, r, l) = submit(dev, &mut gens, thread, t)?;
             queue.replace_top(done, (thread, t, r, l));
             continue;
@@ -323,6 +379,10 @@ pub fn run_fio<D: VirtualDevice>(
                 queue.replace_top(t + Nanos(th.ns), (thread, t, false, WAKE));
                 continue;
             }
+        }
+        if let Some(at) = cpu.claim(thread, t) {
+            queue.replace_top(at, (thread, t, false, DEFERRED));
+            continue;
         }
         let (done, r, l) = submit(dev, &mut gens, thread, t)?;
         queue.replace_top(done, (thread, t, r, l));
@@ -389,6 +449,49 @@ mod tests {
             interval_ns: 50_000_000,
             seed,
         }
+    }
+
+    /// The 640 MLC with `host.thread_ns` set to `ns`, scale 0.01.
+    fn card_with_thread_ns(ns: u64) -> Card {
+        let mut p = Preset::by_name("iodrive-duo-640-mlc").unwrap().clone();
+        p.host_thread_ns = ns;
+        let mut c = CardConfig::new(Box::leak(Box::new(p)));
+        c.scale = 0.01;
+        Card::new(c).unwrap()
+    }
+
+    #[test]
+    fn a_thread_issues_one_io_per_cpu_time_however_deep_its_queue() {
+        let spec = Profile::by_name("4k-randread").unwrap().spec();
+        let deep = RunOptions {
+            threads: 4,
+            queue_depth: 32,
+            ..opts(5)
+        };
+        let iops = |ns: u64, o: &RunOptions| {
+            let r = run(
+                &mut card_with_thread_ns(ns),
+                &spec,
+                o,
+                Nanos::ZERO,
+                &mut |_| {},
+            );
+            r.unwrap().summary.totals.iops
+        };
+        // 4 threads at 40 us of CPU per I/O: at most 100 K IOPS.
+        let (free, held) = (iops(0, &deep), iops(40_000, &deep));
+        assert!(free > 120_000.0, "the card alone gives {free:.0} IOPS");
+        assert!(
+            (95_000.0..=100_500.0).contains(&held),
+            "4 threads x 40 us gave {held:.0} IOPS (card alone {free:.0})"
+        );
+        // At QD 1 the thread's CPU time is within the I/O's own latency:
+        // nothing changes.
+        let qd1 = RunOptions {
+            queue_depth: 1,
+            ..deep
+        };
+        assert_eq!(iops(0, &qd1), iops(20_000, &qd1));
     }
 
     #[test]

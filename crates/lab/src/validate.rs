@@ -37,6 +37,8 @@ pub struct Row {
 pub const CALIBRATION_ROWS: &[(&str, &str)] = &[
     ("stock", "4K random read 4x1"),
     ("stock", "4K random write 4x1"),
+    ("stock", "4K random write ramp (fresh), lowest of QD 8-64"),
+    ("stock", "4K random write ramp (fresh), highest of QD 8-64"),
     ("stock", "4K steady-state write 16T/16Q"),
     ("stock", "8K 70/30 steady state 16T/16Q"),
     ("hp", "8K 70/30 steady state 16T/16Q"),
