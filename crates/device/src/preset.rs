@@ -32,8 +32,9 @@ pub struct Preset {
     pub datasheet: DataSheet,
     /// PCIe link of one member: usable bytes/s after encoding and protocol.
     pub link_bytes_per_s: u64,
-    /// Host VSL software cost per I/O (not a throughput limit: the host has
-    /// many cores).
+    /// Host VSL software cost per I/O, in its latency (not a throughput
+    /// limit: the host has many cores; one thread's limit is
+    /// [`Preset::host_thread_ns`]).
     pub host_read_ns: u64,
     pub host_write_ns: u64,
     /// The part of the host cost a submitting thread spends on the CPU
