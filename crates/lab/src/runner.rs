@@ -435,10 +435,15 @@ mod tests {
     use device::{Card, CardConfig, Preset};
     use workload::Profile;
 
-    fn card() -> Card {
-        let mut c = CardConfig::new(Preset::by_name("iodrive-duo-640-mlc").unwrap());
+    /// `preset` at scale 0.01.
+    fn card_of(preset: &'static Preset) -> Card {
+        let mut c = CardConfig::new(preset);
         c.scale = 0.01;
         Card::new(c).unwrap()
+    }
+
+    fn card() -> Card {
+        card_of(Preset::by_name("iodrive-duo-640-mlc").unwrap())
     }
 
     fn opts(seed: u64) -> RunOptions {
@@ -455,9 +460,7 @@ mod tests {
     fn card_with_thread_ns(ns: u64) -> Card {
         let mut p = Preset::by_name("iodrive-duo-640-mlc").unwrap().clone();
         p.host_thread_ns = ns;
-        let mut c = CardConfig::new(Box::leak(Box::new(p)));
-        c.scale = 0.01;
-        Card::new(c).unwrap()
+        card_of(Box::leak(Box::new(p)))
     }
 
     #[test]
