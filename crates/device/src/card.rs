@@ -297,7 +297,7 @@ impl CardConfig {
             gc_background_lebs: v.gc_background_lebs * k,
             gc_stall_lebs: k,
             gc_share: v.gc_share,
-            gc_runway_lebs: v.gc_runway_lebs * k,
+            gc_runway_lebs: v.gc_runway_lebs * k as f64,
             gc_catchup_lebs: v.catchup_lebs * k,
             gc_yield_ns: v.gc_yield_ns,
             gc_idle_fraction: v.idle_groom_fraction,

@@ -93,9 +93,10 @@ pub struct VslParams {
     pub gc_background_lebs: u32,
     /// Share of the array's move capacity the paced groomer may use.
     pub gc_share: f64,
-    /// Erase units a foreground stall reclaims beyond the low watermark
-    /// before host writes resume (the groomer's runway).
-    pub gc_runway_lebs: u32,
+    /// Free space, in erase units (a fraction allowed), a foreground stall
+    /// gains past the low watermark before host writes resume (the
+    /// groomer's runway).
+    pub gc_runway_lebs: f64,
     /// After host writes stop at the wall, the groomer collects in the
     /// foreground until this many erase units above the low watermark are
     /// free; host I/O waits behind it. 0 = off.
@@ -129,7 +130,7 @@ impl VslParams {
         gc_reserve_lebs: 2,
         gc_background_lebs: 4,
         gc_share: 0.5,
-        gc_runway_lebs: 0,
+        gc_runway_lebs: 0.0,
         catchup_lebs: 0,
         gc_yield_ns: 0,
         idle_groom_fraction: 0.0,

@@ -106,9 +106,12 @@ pub struct FtlConfig {
     /// time to read and reprogram a sector) the groomer may use in the
     /// background.
     pub gc_share: f64,
-    /// Erase units a foreground stall reclaims beyond the low watermark
-    /// before host writes resume (0: a stall ends at the low watermark).
-    pub gc_runway_lebs: u32,
+    /// Free space, in erase units (a fraction allowed), a foreground stall
+    /// gains past the low watermark before host writes resume, counted in
+    /// sectors with the frontier's unused part included; the groomer
+    /// collects whole victims until it is there. 0: a stall ends at the
+    /// low watermark.
+    pub gc_runway_lebs: f64,
     /// Catch-up grooming: when host writes have stopped (none for
     /// [`IDLE_AFTER`]) after a write phase that stalled at the low
     /// watermark, the next host I/O finds the groomer collecting in the
@@ -172,7 +175,7 @@ impl FtlConfig {
             gc_reserve_lebs: 2,
             gc_background_lebs: 0,
             gc_share: 0.5,
-            gc_runway_lebs: 0,
+            gc_runway_lebs: 0.0,
             gc_catchup_lebs: 0,
             gc_yield_ns: 0,
             gc_idle_fraction: 0.0,
@@ -782,22 +785,31 @@ impl Vsl {
         {
             let mut rounds = 0;
             self.wall_hit = true;
-            // The groomer takes its runway back before the host resumes.
-            let runway = self.cfg.gc_runway_lebs as usize;
-            while self.pool_free() < reserve + runway {
+            // Back to the low watermark, one victim at a time.
+            while self.pool_free() < reserve {
                 rounds += 1;
                 assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
-                if self.pool_free() < reserve {
-                    match self.cfg.gc_mode {
-                        GcMode::Legacy => self.collect_one(t),
-                        GcMode::Paced => self.finish_victim(t),
+                match self.cfg.gc_mode {
+                    GcMode::Legacy => self.collect_one(t),
+                    GcMode::Paced => self.finish_victim(t),
+                }
+            }
+            // Then the groomer takes its runway back before the host
+            // resumes: the free space this stall gains past the low
+            // watermark, counted in sectors (the frontier's unused part
+            // included, so what moved data fill counts against it), one
+            // whole victim at a time. It goes only as far as some unit
+            // holds something to reclaim (a small card's spare may not
+            // reach it; below the watermark that is the device-full error).
+            let runway = self.cfg.gc_runway_lebs;
+            if runway > 0.0 {
+                let goal = self.blocks.reclaimed_space_lebs() + runway;
+                while self.blocks.reclaimed_space_lebs() < goal {
+                    rounds += 1;
+                    assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
+                    if !self.try_collect(t) {
+                        break;
                     }
-                } else if !self.try_collect(t) {
-                    // The runway, past the low watermark, goes only as far
-                    // as some unit holds something to reclaim (a small
-                    // card's spare may not reach it; below the watermark
-                    // that is the device-full error).
-                    break;
                 }
             }
             if self.cfg.gc_yield_ns > 0 {

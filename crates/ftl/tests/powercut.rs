@@ -32,7 +32,7 @@ fn small(sector: u32, mode: GcMode) -> FtlConfig {
         gc_reserve_lebs: 2,
         gc_background_lebs: 4,
         gc_share: 0.5,
-        gc_runway_lebs: 0,
+        gc_runway_lebs: 0.0,
         gc_catchup_lebs: 0,
         gc_yield_ns: 0,
         gc_idle_fraction: 0.0,

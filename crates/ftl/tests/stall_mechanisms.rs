@@ -24,7 +24,7 @@ fn geometry() -> Geometry {
 
 /// 4 data channels + 1 parity, 2 banks, 64 erase units of 16 pages; no
 /// idle grooming (it would free space in the pauses these tests make).
-fn card(runway: u32, catchup: u32) -> FtlConfig {
+fn card(runway: f64, catchup: u32) -> FtlConfig {
     let mut cfg = FtlConfig {
         geometry: geometry(),
         timing: CellTiming::MLC_2009,
@@ -57,7 +57,7 @@ struct Seen {
 /// time, each issued when the last completed) until writes stall at the
 /// low watermark, pauses 20 ms (past the 10 ms idle detection) and reads
 /// twice.
-fn run(runway: u32, catchup: u32, seed: u64) -> Seen {
+fn run(runway: f64, catchup: u32, seed: u64) -> Seen {
     run_with(card(runway, catchup), seed)
 }
 
@@ -97,15 +97,31 @@ fn run_with(cfg: FtlConfig, seed: u64) -> Seen {
 #[test]
 fn a_runway_makes_a_stall_longer() {
     for seed in [1u64, 2] {
-        let off = run(0, 0, seed);
-        let on = run(2, 0, seed);
+        let off = run(0.0, 0, seed);
+        let on = run(2.0, 0, seed);
         assert!(
             on.write_peak > off.write_peak,
             "seed {seed}: runway 2 peak {:?}, none {:?}",
             on.write_peak,
             off.write_peak
         );
-        assert_eq!(off, run(0, 0, seed), "seed {seed}: not deterministic");
+        assert_eq!(off, run(0.0, 0, seed), "seed {seed}: not deterministic");
+    }
+}
+
+/// A fraction of an erase unit of runway: the stall ends once it has
+/// gained that much free space (in sectors) past the low watermark, so
+/// its longest stall falls between those of no runway and a whole unit.
+#[test]
+fn a_fractional_runway_stalls_between_the_whole_ones() {
+    for seed in [1u64, 2] {
+        let none = run(0.0, 0, seed).write_peak;
+        let half = run(0.5, 0, seed).write_peak;
+        let one = run(1.0, 0, seed).write_peak;
+        assert!(
+            none < half && half < one,
+            "seed {seed}: runway 0 / 0.5 / 1 peaks {none:?} / {half:?} / {one:?}"
+        );
     }
 }
 
@@ -116,7 +132,7 @@ fn a_runway_makes_a_stall_longer() {
 /// the paced writes (moves but no stall) issued within `window` after a
 /// stall's write completed, and the stalls seen.
 fn paced_moves_after_stalls(yield_for: Nanos, window: Nanos, seed: u64) -> (u64, u32) {
-    let mut cfg = card(1, 0);
+    let mut cfg = card(1.0, 0);
     cfg.gc_yield_ns = yield_for.0;
     let n = cfg.user_sectors;
     let unit = cfg.slots_per_leb() as u64;
@@ -170,9 +186,9 @@ fn a_runway_longer_than_the_spare_ends_early_instead_of_failing() {
     // low watermark the groomer collects what holds stale data and the
     // host resumes. It used to panic ("no closed erase unit to collect").
     for mode in [GcMode::Paced, GcMode::Legacy] {
-        let mut cfg = card(40, 0);
+        let mut cfg = card(40.0, 0);
         cfg.gc_mode = mode;
-        let mut none = card(0, 0);
+        let mut none = card(0.0, 0);
         none.gc_mode = mode;
         let long = run_with(cfg, 1);
         let short = run_with(none, 1);
@@ -188,8 +204,8 @@ fn a_runway_longer_than_the_spare_ends_early_instead_of_failing() {
 #[test]
 fn catch_up_grooming_makes_the_read_after_a_stalled_phase_wait_once() {
     for seed in [1u64, 2] {
-        let off = run(0, 0, seed);
-        let on = run(0, 3, seed);
+        let off = run(0.0, 0, seed);
+        let on = run(0.0, 3, seed);
         // The write phases are the same; only the read after the pause
         // differs.
         assert_eq!(on.write_peak, off.write_peak, "seed {seed}");

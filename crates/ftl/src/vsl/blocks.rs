@@ -288,6 +288,13 @@ impl BlockManager {
         self.free.len() as f64 + (self.spl - self.front.next) as f64 / self.spl as f64
     }
 
+    /// [`BlockManager::free_space_lebs`] with the erased units of the GC
+    /// group held back counted in (what a stall's runway has gained on a
+    /// scaled card before its group of `k` small units is released).
+    pub(super) fn reclaimed_space_lebs(&self) -> f64 {
+        self.free_space_lebs() + self.gc_group.len() as f64
+    }
+
     /// Paced GC picked closed unit `leb` to collect.
     pub(super) fn mark_victim(&mut self, leb: u32) {
         self.state[leb as usize] = LebState::Victim;
