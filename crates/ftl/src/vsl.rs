@@ -798,13 +798,16 @@ impl Vsl {
             // resumes: the free space this stall gains past the low
             // watermark, counted in sectors (the frontier's unused part
             // included, so what moved data fill counts against it), one
-            // whole victim at a time. It goes only as far as some unit
-            // holds something to reclaim (a small card's spare may not
-            // reach it; below the watermark that is the device-full error).
+            // whole victim at a time, and on a scaled card one whole group
+            // of `k` small victims (a full-size victim's bytes) at a time,
+            // as the full card's stall collects whole victims. It goes only
+            // as far as some unit holds something to reclaim (a small
+            // card's spare may not reach it; below the watermark that is
+            // the device-full error).
             let runway = self.cfg.gc_runway_lebs;
             if runway > 0.0 {
                 let goal = self.blocks.reclaimed_space_lebs() + runway;
-                while self.blocks.reclaimed_space_lebs() < goal {
+                while self.blocks.reclaimed_space_lebs() < goal || self.blocks.gc_group_len() > 0 {
                     rounds += 1;
                     assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
                     if !self.try_collect(t) {
