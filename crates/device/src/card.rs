@@ -270,19 +270,15 @@ impl CardConfig {
         // such cards are for quick looks, their stalls are smaller.
         let v = &p.vsl;
         let k = erase_batch.min((geometry.blocks_per_plane / (16 * v.gc_background_lebs)).max(1));
-        // Paced GC's free pool sits at the reserve while GC cannot keep up
-        // and settles at the midpoint of its watermarks when it can
-        // (`Vsl::pace`): on a full card the units above the reserve are a
-        // few of thousands, on a scaled one `k` times as many. Half way
-        // between the two, a quarter of the band, counts towards the
-        // reserved fraction too (docs/MODEL.md "Scaling").
-        let above = match self.gc_mode {
-            GcMode::Paced => v.gc_background_lebs.saturating_sub(v.gc_reserve_lebs) * (k - 1) / 4,
-            GcMode::Legacy => 0,
-        };
+        // The pool's allowance: its share of the full card's spare is not
+        // enough, because a scaled card's pool holds as many bytes as the
+        // full card's (FtlConfig::pool_allowance; with paced GC the card
+        // parks what its pool does not use, docs/MODEL.md "Scaling").
+        let allowance =
+            FtlConfig::pool_allowance(self.gc_mode, k, v.gc_reserve_lebs, v.gc_background_lebs);
         let reserved_lebs = ((geometry.blocks_per_plane as f64 * v.reserved_fraction).round()
             as u32)
-            .saturating_sub(v.gc_reserve_lebs * k + above + (k - 1) / 2);
+            .saturating_sub(allowance);
         let sector = self.sector_bytes as u64;
         let mut cfg = FtlConfig {
             geometry,

@@ -209,6 +209,24 @@ impl FtlConfig {
         let spare = (self.gc_reserve_lebs + self.gc_stall_lebs) as u64;
         (self.usable_lebs() as u64).saturating_sub(spare) * self.slots_per_leb() as u64
     }
+    /// Free units, on top of its share of the full card's spare, that a
+    /// card whose erase units are shrunk `k`-fold (`gc_stall_lebs`) sets
+    /// aside for its GC pool (its `reserved_lebs` are this many fewer).
+    /// Its pool holds as many bytes as the full card's, which is a few of
+    /// thousands of full-size units there and a few per cent of a small
+    /// card; what the pool does not hold must not add to the spare GC
+    /// sees in closed units. Full size: the reserve (`reserve` and
+    /// `background` are per full-size unit). A scaled card with paced GC
+    /// sets aside up to the high watermark and the cohort's unwritten half,
+    /// and parks what its pool does not use on average
+    /// ([`Vsl::adjust_parking`]); legacy GC's pool sits at the reserve.
+    pub fn pool_allowance(mode: GcMode, k: u32, reserve: u32, background: u32) -> u32 {
+        match mode {
+            _ if k <= 1 => reserve,
+            GcMode::Legacy => reserve * k + (k - 1) / 2,
+            GcMode::Paced => background.max(reserve) * k + (k - 1) / 2,
+        }
+    }
     /// Spare factor: 1 - user / (usable physical space).
     pub fn spare_factor(&self) -> f64 {
         let phys = self.usable_lebs() as f64 * self.slots_per_leb() as f64;
@@ -302,6 +320,21 @@ impl FtlStats {
     }
 }
 
+/// [`FtlConfig::pool_allowance`] in units where the card parks what its
+/// pool does not use (paced GC on a scaled card), else 0.
+fn parking_allowance(cfg: &FtlConfig) -> f64 {
+    let k = cfg.gc_stall_lebs;
+    if k <= 1 || cfg.gc_mode != GcMode::Paced {
+        return 0.0;
+    }
+    FtlConfig::pool_allowance(
+        GcMode::Paced,
+        k,
+        cfg.gc_reserve_lebs / k,
+        cfg.gc_background_lebs / k,
+    ) as f64
+}
+
 /// Where a sector being placed at the frontier comes from.
 #[derive(Copy, Clone, Debug)]
 enum Origin {
@@ -333,6 +366,12 @@ pub struct Vsl {
     /// erase units) the groomer works up to while the host is idle.
     last_io_at: Nanos,
     idle_target_lebs: f64,
+    /// A scaled card's GC pool allowance in units
+    /// ([`FtlConfig::pool_allowance`]; 0: nothing is parked) and the free
+    /// space its pool has held, averaged over host writes
+    /// ([`Vsl::adjust_parking`]).
+    pool_allowance: f64,
+    pool_mean: f64,
     /// Sectors idle grooming has moved, and the data-path time one move
     /// takes outside the FTL ([`Vsl::set_move_cost`]), which paces it.
     idle_moved: u64,
@@ -441,6 +480,8 @@ impl Vsl {
             obs: Observers::default(),
             last_io_at: Nanos::ZERO,
             idle_target_lebs: idle_target_lebs(&cfg),
+            pool_allowance: parking_allowance(&cfg),
+            pool_mean: parking_allowance(&cfg),
             idle_moved: 0,
             move_cost: Nanos::ZERO,
             wall_hit: false,
@@ -754,6 +795,7 @@ impl Vsl {
         self.blocks.close_frontier(self.stats.host_sectors_written);
         let leb = self.blocks.open_next(self.nand.erase_counts());
         assert_eq!(self.map.valid(leb), 0);
+        self.adjust_parking();
         if let Some(p) = self.pools.as_mut() {
             p.opened(leb);
         }
@@ -818,6 +860,28 @@ impl Vsl {
             if self.cfg.gc_yield_ns > 0 {
                 self.paced_after = self.nand.busy_until().max(t) + Nanos(self.cfg.gc_yield_ns);
             }
+        }
+    }
+
+    /// A scaled card parks (or brings back) one free unit so that the
+    /// units it parks make up what its GC pool leaves of the allowance
+    /// ([`FtlConfig::pool_allowance`]) on average: the spare in closed
+    /// units, what greedy GC's write amplification follows, is then the
+    /// full card's share whether the pool sits at the low watermark (a
+    /// stalling workload, the groomer's stop-and-go) or between the
+    /// watermarks. A unit is parked only while the pool is at or above the
+    /// low watermark (a stall starts `k` units below it), and one at a
+    /// time as units open. Full size: nothing to do.
+    fn adjust_parking(&mut self) {
+        if self.pool_allowance == 0.0 {
+            return;
+        }
+        let target = self.pool_allowance - self.pool_mean;
+        let parked = self.blocks.parked_len() as f64;
+        if parked + 1.0 < target && self.pool_free() >= self.cfg.gc_reserve_lebs as usize {
+            self.blocks.park_one();
+        } else if parked > 0.0 && parked - 1.0 > target {
+            self.blocks.unpark_one(self.nand.erase_counts());
         }
     }
 
@@ -983,6 +1047,12 @@ impl Vsl {
         self.blocks.erased(victim, self.nand.erase_count(victim));
     }
 
+    /// Erase units a scaled card has parked off its free list
+    /// ([`Vsl::adjust_parking`]); always 0 on a full-size card.
+    pub fn parked_lebs(&self) -> usize {
+        self.blocks.parked_len()
+    }
+
     /// Cross-checks the map against the block manager; panics with the first
     /// inconsistency. O(capacity): for tests and `--check`.
     pub fn check_consistency(&self) {
@@ -990,6 +1060,7 @@ impl Vsl {
             LebState::Free => Some("free"),
             LebState::Reserved => Some("reserved"),
             LebState::Retired => Some("retired"),
+            LebState::Parked => Some("parked"),
             _ => None,
         });
         let streams = self.pools.as_ref().map_or(1, |p| p.streams());
@@ -1015,6 +1086,13 @@ impl Vsl {
     /// unit per bank banked); beyond it free space falls to the low
     /// watermark and host writes stall.
     fn pace(&mut self, t: Nanos, host: u64) {
+        if self.pool_allowance > 0.0 {
+            // Averaged over about one pass of host writes over the usable
+            // space.
+            let pass = self.cfg.usable_lebs() as f64 * self.spl as f64;
+            let a = (host as f64 / pass).min(1.0);
+            self.pool_mean += a * (self.blocks.reclaimed_space_lebs() - self.pool_mean);
+        }
         let high = self.cfg.gc_background_lebs as f64;
         let low = self.cfg.gc_reserve_lebs as f64;
         let burst = (self.spu * self.cfg.geometry.banks) as f64;

@@ -180,6 +180,62 @@ fn the_groomer_yields_after_a_stall() {
     }
 }
 
+/// Random overwrites on `cfg` until it has stalled: units parked at the
+/// end, with the block manager cross-checked.
+fn parked_after_stalls(cfg: FtlConfig, seed: u64) -> usize {
+    let n = cfg.user_sectors;
+    let mut v = Vsl::new(cfg).unwrap();
+    let mut t = Nanos::ZERO;
+    for lba in 0..n {
+        t = v.write(t, lba, 1).unwrap();
+    }
+    let mut x = seed;
+    for _ in 0..6 * n {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        t = v.write(t, (x >> 33) % n, 1).unwrap();
+    }
+    v.check_consistency();
+    v.parked_lebs()
+}
+
+#[test]
+fn a_scaled_card_parks_what_its_stalling_pool_does_not_use() {
+    // A card scaled 2-fold (each full-size unit is 2 small ones, a stall
+    // frees a group of 2) with the groomer's stop-and-go: its pool sits
+    // near the low watermark, below the allowance it was given up to the
+    // high watermark, so it parks units (docs/MODEL.md "Scaling"). The
+    // same card at full size has nothing to park.
+    for seed in [1u64, 2] {
+        let mut scaled = card(0.1, 0);
+        scaled.gc_yield_ns = 5_000_000;
+        scaled.gc_stall_lebs = 2;
+        scaled.erase_batch = 2;
+        scaled.gc_reserve_lebs = 4;
+        scaled.gc_background_lebs = 8;
+        scaled.user_sectors = (scaled.max_user_sectors() as f64 * 0.8) as u64;
+        let mut full = card(0.1, 0);
+        full.gc_yield_ns = 5_000_000;
+        let parked = parked_after_stalls(scaled, seed);
+        assert!(
+            parked > 0,
+            "seed {seed}: a stalling scaled card parked nothing"
+        );
+        // Allowance 8 units, the pool at least the reserve's 4 less one
+        // cohort on average: at most 6 (less one for the hysteresis).
+        assert!(
+            parked <= 6,
+            "seed {seed}: {parked} units parked, more than the allowance leaves"
+        );
+        assert_eq!(
+            parked_after_stalls(full, seed),
+            0,
+            "seed {seed}: a full-size card parked"
+        );
+    }
+}
+
 #[test]
 fn a_runway_longer_than_the_spare_ends_early_instead_of_failing() {
     // 40 units of runway on a 64-unit card with about 10 spare: past the

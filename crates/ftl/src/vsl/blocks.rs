@@ -22,6 +22,10 @@ pub(crate) enum LebState {
     Reserved,
     /// Taken out of service for good (worn out or error-prone).
     Retired,
+    /// Erased and parked off the free list for a while: a scaled card's
+    /// allowance for its GC pool that the pool is not using
+    /// ([`BlockManager::park_one`]).
+    Parked,
 }
 
 /// An open erase unit being filled: the frontier of one stream.
@@ -85,6 +89,8 @@ pub(super) struct BlockManager {
     stall: u32,
     /// Units in service from the start (the reserved ones follow).
     usable: u32,
+    /// Erased units parked off the free list, last parked last.
+    parked: Vec<u32>,
 }
 
 impl BlockManager {
@@ -113,6 +119,7 @@ impl BlockManager {
             spu,
             stall,
             usable,
+            parked: Vec::new(),
         }
     }
 
@@ -338,6 +345,31 @@ impl BlockManager {
         self.state[leb as usize] = LebState::Retired;
     }
 
+    /// Units parked off the free list.
+    #[inline]
+    pub(super) fn parked_len(&self) -> usize {
+        self.parked.len()
+    }
+
+    /// Parks the free unit the log would open next; false when the free
+    /// list is empty.
+    pub(super) fn park_one(&mut self) -> bool {
+        let Some(Reverse((_, leb))) = self.free.pop() else {
+            return false;
+        };
+        self.state[leb as usize] = LebState::Parked;
+        self.parked.push(leb);
+        true
+    }
+
+    /// Puts the unit parked last back on the free list.
+    pub(super) fn unpark_one(&mut self, erase_counts: &[u32]) {
+        if let Some(leb) = self.parked.pop() {
+            self.state[leb as usize] = LebState::Free;
+            self.free.push(Reverse((erase_counts[leb as usize], leb)));
+        }
+    }
+
     /// Brings the first reserved unit (they sit at the end of the address
     /// space) into service on the free list; `None` when none is left.
     pub(super) fn activate_spare(&mut self, erase_counts: &[u32]) -> Option<u32> {
@@ -366,6 +398,16 @@ impl BlockManager {
         );
         let open = self.state.iter().filter(|s| **s == LebState::Open).count();
         assert_eq!(open, streams, "one open erase unit per stream");
+        let parked = self
+            .state
+            .iter()
+            .filter(|s| **s == LebState::Parked)
+            .count();
+        assert_eq!(
+            parked,
+            self.parked.len(),
+            "parked list disagrees with unit states"
+        );
     }
 
     /// Recovery: states from the valid counts, the frontier at `resume`
@@ -379,9 +421,14 @@ impl BlockManager {
         resume: Option<(u32, u32)>,
     ) {
         self.free.clear();
+        // Parking is not recorded on the media: a parked unit is an empty
+        // one, back in service (or, a spare, back in the reserve).
+        self.parked.clear();
         for leb in self.usable..self.state.len() as u32 {
             if valid[leb as usize] > 0 {
                 self.state[leb as usize] = LebState::Closed;
+            } else if self.state[leb as usize] == LebState::Parked {
+                self.state[leb as usize] = LebState::Reserved;
             }
         }
         for leb in 0..self.usable {

@@ -168,7 +168,7 @@ impl Layout {
             return blocks.frontier_next() / self.spu;
         }
         match blocks.state(leb) {
-            LebState::Free | LebState::Reserved | LebState::Retired => 0,
+            LebState::Free | LebState::Reserved | LebState::Retired | LebState::Parked => 0,
             _ => self.upl,
         }
     }

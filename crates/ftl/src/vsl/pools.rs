@@ -73,7 +73,7 @@ impl Pools {
         let mut in_service = 0;
         for (i, s) in state.iter().enumerate() {
             match s {
-                LebState::Reserved | LebState::Retired => continue,
+                LebState::Reserved | LebState::Retired | LebState::Parked => continue,
                 LebState::Free => {}
                 LebState::Open | LebState::Closed | LebState::Victim => {
                     let p = self.leb_stream[i] as usize;
