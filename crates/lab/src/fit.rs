@@ -326,7 +326,7 @@ pub const PARAMS: &[ParamDef] = &[
     ParamDef { name: "host.thread_ns", lo: 0.0, hi: 40_000.0, integer: true, why: "calibrated: host CPU time per I/O that holds the submitting thread, 0-40 µs" },
     ParamDef { name: "vsl.reserved_fraction", lo: 0.05, hi: 0.25, integer: false, why: "calibrated: reserved erase units, 5-25 % (beyond the formatted spare)" },
     ParamDef { name: "vsl.gc_share", lo: 0.1, hi: 1.0, integer: false, why: "assumption: the groomer's share of the array's move capacity" },
-    ParamDef { name: "vsl.gc_runway_lebs", lo: 0.0, hi: 4.0, integer: false, why: "assumption: erase units a foreground stall reclaims beyond the low watermark" },
+    ParamDef { name: "vsl.gc_runway_lebs", lo: 0.0, hi: 4.0, integer: false, why: "assumption: free space, in erase units (fractions allowed), a foreground stall gains beyond the low watermark" },
     ParamDef { name: "vsl.catchup_lebs", lo: 0.0, hi: 8.0, integer: true, why: "assumption: catch-up grooming target once host writes stop after a stall, erase units above the low watermark" },
     ParamDef { name: "vsl.gc_yield_ns", lo: 0.0, hi: 200_000_000.0, integer: true, why: "assumption: how long the groomer makes no background moves after a foreground stall, 0-200 ms" },
     ParamDef { name: "vsl.idle_groom_fraction", lo: 0.0, hi: 1.0, integer: false, why: "assumption: the share of the spare the groomer frees while the host is idle" },

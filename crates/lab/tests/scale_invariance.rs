@@ -56,9 +56,9 @@ fn steady(preset: &str, format: Format, scale: f64, full_warmup_s: f64) -> [f64;
 /// 0.08 where the scaled card holds it. Since a small victim's GC
 /// read-ahead carries on into the next one (2026-11-26) the stock spreads
 /// are within 3 % (they were 1.29-1.63 × the full card's); the hp p99 is
-/// 1.15-1.16 ×, because the free pool the scaled card counts as spare
-/// sits half way between where it sits at stock and at hp: a known gap of
-/// the scaled model, in docs/MODEL.md "Scaling".
+/// 0.92 × at 0.05 and 1.11 × at 0.02 (1.15-1.16 × before a scaled card
+/// parked what its pool does not use, 2026-11-28): a known gap of the
+/// scaled model, in docs/MODEL.md "Scaling".
 fn check(preset: &str, format: Format, scales: &[(f64, f64)], full_warmup_s: f64, tails: f64) {
     let names = ["IOPS", "WA", "avg", "stddev", "p99", "max"];
     let full = steady(preset, format, 1.0, full_warmup_s);
