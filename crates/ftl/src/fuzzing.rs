@@ -46,6 +46,39 @@ pub fn small_card(sector: u32, mode: GcMode) -> FtlConfig {
     cfg
 }
 
+/// `cfg` as a card whose erase units are shrunk `k`-fold would have it:
+/// GC groups and cohorts of `k` units, erases charged once per group, the
+/// reserve and high watermark of 2 and 4 full-size units (docs/MODEL.md
+/// "Scaling"). Sets nothing else.
+pub fn scale_units(cfg: &mut FtlConfig, k: u32) {
+    cfg.gc_stall_lebs = k;
+    cfg.erase_batch = k;
+    cfg.gc_reserve_lebs = 2 * k;
+    cfg.gc_background_lebs = 4 * k;
+}
+
+/// Writes sectors `0..n` of `v` once, then `passes × n` single-sector
+/// overwrites at random (a fixed LCG from `seed`), each issued when the
+/// last completed. Returns when the last one completed and the longest
+/// overwrite's latency.
+pub fn fill_and_overwrite(v: &mut Vsl, n: u64, passes: u64, seed: u64) -> (Nanos, Nanos) {
+    let mut t = Nanos::ZERO;
+    for lba in 0..n {
+        t = v.write(t, lba, 1).unwrap();
+    }
+    let mut x = seed;
+    let mut peak = Nanos::ZERO;
+    for _ in 0..passes * n {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let done = v.write(t, (x >> 33) % n, 1).unwrap();
+        peak = peak.max(done - t);
+        t = done;
+    }
+    (t, peak)
+}
+
 struct Bytes<'a>(&'a [u8], usize);
 
 impl Bytes<'_> {

@@ -3,6 +3,7 @@
 //! the fraction at 0, or without a pause, it does not; and the same inputs
 //! give the same result.
 
+use ftl::fuzzing::fill_and_overwrite;
 use ftl::{FtlConfig, GcMode, GcPolicy, Vsl};
 use nand::{CellTiming, Geometry, ReadPolicy};
 use sim::Nanos;
@@ -52,17 +53,7 @@ fn run(idle: f64, pause: Nanos, seed: u64) -> (usize, usize, Nanos) {
     let cfg = card(idle);
     let n = cfg.user_sectors;
     let mut v = Vsl::new(cfg).unwrap();
-    let mut t = Nanos::ZERO;
-    for lba in 0..n {
-        t = v.write(t, lba, 1).unwrap();
-    }
-    let mut x = seed;
-    for _ in 0..2 * n {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        t = v.write(t, (x >> 33) % n, 1).unwrap();
-    }
+    let (t, _) = fill_and_overwrite(&mut v, n, 2, seed);
     let before = v.free_lebs();
     let resume = v.busy_until().max(t) + pause;
     let done = v.write(resume, 0, 1).unwrap();

@@ -3,6 +3,7 @@
 //! never half-applies an atomic write; and the checker catches each
 //! deliberately broken mechanism.
 
+use ftl::fuzzing::scale_units;
 use ftl::protect::{recovery_after_fill, run_campaign, CampaignConfig, Fault, ProtectConfig};
 use ftl::{FtlConfig, FtlError, GcMode, GcPolicy, Vsl};
 use nand::{CellTiming, Geometry, ReadPolicy};
@@ -88,10 +89,7 @@ fn campaigns_on_a_scaled_card_that_parks_units_lose_nothing() {
     // empty and recovery puts them back in service. Long stretches between
     // cuts, so the pool's average (over a pass of the card) settles.
     let mut cfg = small(4096, GcMode::Paced);
-    cfg.gc_stall_lebs = 2;
-    cfg.erase_batch = 2;
-    cfg.gc_reserve_lebs = 4;
-    cfg.gc_background_lebs = 8;
+    scale_units(&mut cfg, 2);
     cfg.gc_share = 0.05;
     cfg.gc_yield_ns = 2_000_000;
     cfg.gc_runway_lebs = 0.2;

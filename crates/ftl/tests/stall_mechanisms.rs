@@ -5,7 +5,7 @@
 //! stall, off in every preset ("The groomer yields after a stall"). Each changes what it claims to
 //! change when on, and nothing when off.
 
-use ftl::fuzzing::small_card;
+use ftl::fuzzing::{fill_and_overwrite, scale_units, small_card};
 use ftl::{FtlConfig, GcMode, Vsl};
 use nand::{CellTiming, Geometry, NandArray, ReadPolicy};
 use sim::Nanos;
@@ -64,20 +64,7 @@ fn run(runway: f64, catchup: u32, seed: u64) -> Seen {
 fn run_with(cfg: FtlConfig, seed: u64) -> Seen {
     let n = cfg.user_sectors;
     let mut v = Vsl::new(cfg).unwrap();
-    let mut t = Nanos::ZERO;
-    for lba in 0..n {
-        t = v.write(t, lba, 1).unwrap();
-    }
-    let mut x = seed;
-    let mut write_peak = Nanos::ZERO;
-    for _ in 0..3 * n {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let done = v.write(t, (x >> 33) % n, 1).unwrap();
-        write_peak = write_peak.max(done - t);
-        t = done;
-    }
+    let (t, write_peak) = fill_and_overwrite(&mut v, n, 3, seed);
     let free_before_read = v.free_lebs();
     let at = v.busy_until().max(t) + Nanos(20_000_000);
     let first = v.read(at, 1, 1).unwrap() - at;
@@ -185,17 +172,7 @@ fn the_groomer_yields_after_a_stall() {
 fn parked_after_stalls(cfg: FtlConfig, seed: u64) -> usize {
     let n = cfg.user_sectors;
     let mut v = Vsl::new(cfg).unwrap();
-    let mut t = Nanos::ZERO;
-    for lba in 0..n {
-        t = v.write(t, lba, 1).unwrap();
-    }
-    let mut x = seed;
-    for _ in 0..6 * n {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        t = v.write(t, (x >> 33) % n, 1).unwrap();
-    }
+    fill_and_overwrite(&mut v, n, 6, seed);
     v.check_consistency();
     v.parked_lebs()
 }
@@ -210,10 +187,7 @@ fn a_scaled_card_parks_what_its_stalling_pool_does_not_use() {
     for seed in [1u64, 2] {
         let mut scaled = card(0.1, 0);
         scaled.gc_yield_ns = 5_000_000;
-        scaled.gc_stall_lebs = 2;
-        scaled.erase_batch = 2;
-        scaled.gc_reserve_lebs = 4;
-        scaled.gc_background_lebs = 8;
+        scale_units(&mut scaled, 2);
         scaled.user_sectors = (scaled.max_user_sectors() as f64 * 0.8) as u64;
         let mut full = card(0.1, 0);
         full.gc_yield_ns = 5_000_000;
