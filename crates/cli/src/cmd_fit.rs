@@ -64,6 +64,12 @@ pub struct FitArgs {
     /// Nelder-Mead iterations.
     #[arg(long, default_value_t = 30)]
     pub max_iters: u64,
+    /// Stop the search once this many evaluations in a row have not lowered
+    /// the best cost by 1 % of it (a model's objective is noisy; 0: search
+    /// until the simplex shrinks or --max-iters runs out). The card's fit
+    /// first gained at its 26th-28th evaluation: keep it well above that.
+    #[arg(long, default_value_t = 40)]
+    pub patience: usize,
     /// Initial simplex step, as a share of each parameter's range.
     #[arg(long, default_value_t = 0.25)]
     pub step: f64,
@@ -156,6 +162,12 @@ struct Report<'a> {
     cost_before: f64,
     cost: f64,
     evaluations: usize,
+    /// How the search ended: `converged` (the simplex shrank, or
+    /// `--max-iters` ran out) or `stalled` (`--patience` evaluations
+    /// without a 1 % gain).
+    search_end: fit::SearchEnd,
+    /// `--patience`: evaluations without a 1 % gain that end the search.
+    patience: usize,
     figures: Vec<FigureReport>,
     parameters: Vec<ParamReport>,
     /// `--predict FORMAT`: the fitted preset's value of every figure's test there.
@@ -486,9 +498,11 @@ pub fn fit(a: FitArgs) -> Result<()> {
     let x0: Vec<f64> = free.iter().map(|d| fit::normalise(d, base)).collect();
     let cost_before = ev.cost(&x0, &all);
     bar.set_message("search");
-    let (best, cost) =
-        fit::nelder_mead(&x0, a.step, a.seed, a.max_iters, &mut |x| ev.cost(x, &all))
-            .map_err(|e| anyhow!("search: {e}"))?;
+    let (best, cost, search_end) =
+        fit::nelder_mead(&x0, a.step, a.seed, a.max_iters, a.patience, &mut |x| {
+            ev.cost(x, &all)
+        })
+        .map_err(|e| anyhow!("search: {e}"))?;
     let (best, cost) = if cost_before <= cost {
         (x0.clone(), cost_before)
     } else {
@@ -532,17 +546,18 @@ pub fn fit(a: FitArgs) -> Result<()> {
             use_fig[j] = false;
             // The refit searches the surface, or the model itself.
             let refit = match &surface {
-                Some(s) => fit::nelder_mead(&best, a.step / 2.0, a.seed, 400, &mut |x| {
+                // The surface is smooth: no patience.
+                Some(s) => fit::nelder_mead(&best, a.step / 2.0, a.seed, 400, 0, &mut |x| {
                     fit::cost(&figures, &s.predict(x), &use_fig)
                 }),
                 None => {
                     let iters = a.loo_iters.unwrap_or(a.max_iters);
-                    fit::nelder_mead(&best, a.step / 2.0, a.seed, iters, &mut |x| {
+                    fit::nelder_mead(&best, a.step / 2.0, a.seed, iters, a.patience, &mut |x| {
                         ev.cost(x, &use_fig)
                     })
                 }
             };
-            let (bj, _) = refit.map_err(|e| anyhow!("leave-one-out search: {e}"))?;
+            let (bj, _, _) = refit.map_err(|e| anyhow!("leave-one-out search: {e}"))?;
             // What is reported is the model's value at the refit's point.
             loo[j] = ev.model(&bj).map(|m| m[j]);
         }
@@ -618,6 +633,8 @@ pub fn fit(a: FitArgs) -> Result<()> {
         cost_before,
         cost,
         evaluations: ev.cache.len(),
+        search_end,
+        patience: a.patience,
         figures: figs,
         parameters: params,
         predictions: Vec::new(),
@@ -718,12 +735,19 @@ fn read_checkpoint(path: &Path, header: &Header) -> Result<HashMap<String, Optio
 
 fn print_report(r: &Report, resumed: usize, evaluated: usize) {
     println!(
-        "vsl fit: {} evaluations ({} from the checkpoint, {} run), cost {:.3} -> {:.3}",
+        "vsl fit: {} evaluations ({} from the checkpoint, {} run), cost {:.3} -> {:.3}{}",
         resumed + evaluated,
         resumed,
         evaluated,
         r.cost_before,
-        r.cost
+        r.cost,
+        match r.search_end {
+            fit::SearchEnd::Converged => String::new(),
+            fit::SearchEnd::Stalled => format!(
+                " (the search stopped after {} evaluations without a 1 % gain, --patience)",
+                r.patience
+            ),
+        }
     );
     let confirmed = r
         .confirm_scale

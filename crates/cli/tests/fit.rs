@@ -189,6 +189,12 @@ fn fit_recovers_a_hidden_reserve_and_predicts_another_format() {
         rep["cost_before"], rep["cost"]
     );
     assert!(rep["cost"].as_f64().unwrap() < rep["cost_before"].as_f64().unwrap());
+    // The report says which rule ended the search.
+    assert!(
+        matches!(rep["search_end"].as_str(), Some("converged" | "stalled")),
+        "search_end {}",
+        rep["search_end"]
+    );
     assert!(
         (fitted_reserve - 0.18).abs() < 0.03,
         "fitted reserve {fitted_reserve}"

@@ -571,31 +571,79 @@ pub fn cost(figures: &[Figure], model: &[f64], use_fig: &[bool]) -> f64 {
         .sum()
 }
 
+/// How much a search's best cost must fall, as a share of it, to count as
+/// progress for [`nelder_mead`]'s patience.
+pub const PROGRESS: f64 = 0.01;
+
+/// How a Nelder-Mead search ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchEnd {
+    /// The simplex shrank below its tolerance, or the iterations ran out.
+    Converged,
+    /// `patience` objective calls in a row lowered the best cost by less
+    /// than [`PROGRESS`] of it.
+    Stalled,
+}
+
 /// Nelder-Mead (argmin) over normalised coordinates, from `start` with an
 /// initial simplex of `step` along each axis (the direction of each step
 /// drawn from `seed`, so a seed is a different but repeatable start).
 /// `eval` is the objective; it sees coordinates clamped to 0..=1.
+///
+/// With `patience` > 0 the search also stops once that many objective
+/// calls in a row have not lowered the best cost by [`PROGRESS`] of it: a
+/// model's objective is noisy (a run's stalls fall differently at nearby
+/// points), and a simplex shrinking to the tolerance on it spends most of
+/// its evaluations on that noise. Returns the best point seen, its cost and
+/// how the search ended.
 pub fn nelder_mead(
     start: &[f64],
     step: f64,
     seed: u64,
     max_iters: u64,
+    patience: usize,
     eval: &mut dyn FnMut(&[f64]) -> f64,
-) -> Result<(Vec<f64>, f64), String> {
+) -> Result<(Vec<f64>, f64, SearchEnd), String> {
     use argmin::core::{CostFunction, Executor};
     use argmin::solver::neldermead::NelderMead;
     use std::cell::RefCell;
 
     type Objective<'a> = &'a mut dyn FnMut(&[f64]) -> f64;
+    /// The best point seen, and the calls since the best cost last fell by
+    /// [`PROGRESS`].
+    struct Progress {
+        best: Option<(Vec<f64>, f64)>,
+        reference: f64,
+        since: usize,
+        stalled: bool,
+    }
     struct Problem<'a> {
         eval: RefCell<Objective<'a>>,
+        patience: usize,
+        progress: std::rc::Rc<RefCell<Progress>>,
     }
     impl CostFunction for Problem<'_> {
         type Param = Vec<f64>;
         type Output = f64;
         fn cost(&self, p: &Vec<f64>) -> Result<f64, argmin::core::Error> {
             let x: Vec<f64> = p.iter().map(|v| v.clamp(0.0, 1.0)).collect();
-            Ok((self.eval.borrow_mut())(&x))
+            let c = (self.eval.borrow_mut())(&x);
+            let mut g = self.progress.borrow_mut();
+            if g.best.as_ref().is_none_or(|(_, b)| c < *b) {
+                g.best = Some((x, c));
+            }
+            if c < g.reference * (1.0 - PROGRESS) {
+                g.reference = c;
+                g.since = 0;
+            } else {
+                g.since += 1;
+            }
+            if self.patience > 0 && g.since >= self.patience {
+                g.stalled = true;
+                return Err(argmin::core::Error::msg("the search stalled"));
+            }
+            Ok(c)
         }
     }
     let mut rng = sim::Prng::from_seed(seed);
@@ -613,22 +661,40 @@ pub fn nelder_mead(
     let solver = NelderMead::new(simplex)
         .with_sd_tolerance(1e-3)
         .map_err(|e| e.to_string())?;
+    let progress = std::rc::Rc::new(RefCell::new(Progress {
+        best: None,
+        reference: f64::INFINITY,
+        since: 0,
+        stalled: false,
+    }));
     let problem = Problem {
         eval: RefCell::new(eval),
+        patience,
+        progress: progress.clone(),
     };
     let res = Executor::new(problem, solver)
         .configure(|s| s.max_iters(max_iters))
-        .run()
-        .map_err(|e| e.to_string())?;
-    let st = res.state();
-    let best = st
-        .best_param
-        .clone()
-        .ok_or("the search evaluated nothing")?
-        .into_iter()
-        .map(|v| v.clamp(0.0, 1.0))
-        .collect();
-    Ok((best, st.best_cost))
+        .run();
+    let g = progress.borrow();
+    match res {
+        Ok(res) => {
+            let st = res.state();
+            let best = st
+                .best_param
+                .clone()
+                .ok_or("the search evaluated nothing")?
+                .into_iter()
+                .map(|v| v.clamp(0.0, 1.0))
+                .collect();
+            Ok((best, st.best_cost, SearchEnd::Converged))
+        }
+        // The objective stopped the run: the best point it saw.
+        Err(_) if g.stalled => {
+            let (best, cost) = g.best.clone().ok_or("the search evaluated nothing")?;
+            Ok((best, cost, SearchEnd::Stalled))
+        }
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// A response surface of every figure over the normalised free
@@ -834,5 +900,58 @@ mod tests {
         assert!((error(&two_sided, 22.0) - 1.0).abs() < 1e-12);
         let c = cost(&[f, two_sided], &[35.0, 22.0], &[true, true]);
         assert!((c - 1.0).abs() < 1e-12);
+    }
+
+    /// A bowl with its minimum at 0.3 on every axis.
+    fn bowl(x: &[f64]) -> f64 {
+        x.iter().map(|v| (v - 0.3).powi(2)).sum()
+    }
+
+    #[test]
+    fn a_search_without_patience_converges_on_a_smooth_objective() {
+        let (best, cost, end) =
+            nelder_mead(&[0.8, 0.1, 0.6], 0.25, 1, 400, 0, &mut |x| bowl(x)).unwrap();
+        assert_eq!(end, SearchEnd::Converged);
+        // Within the simplex's tolerance (a spread of 1e-3 in cost).
+        assert!(cost < 5e-3, "cost {cost} at {best:?}");
+        assert!(best.iter().all(|v| (v - 0.3).abs() < 0.06), "{best:?}");
+    }
+
+    #[test]
+    fn patience_stops_a_search_whose_gains_are_noise() {
+        // The bowl plus noise that depends only on the point (as a model run
+        // does on its parameters): near the bottom, steps gain nothing real.
+        let noisy = |x: &[f64]| {
+            let key = x
+                .iter()
+                .fold(0u64, |h, v| h.rotate_left(17) ^ (v * 1e9) as u64);
+            bowl(x) + 0.05 * sim::Prng::from_seed(key).next_f64()
+        };
+        let mut seen = Vec::new();
+        let (best, cost, end) = nelder_mead(&[0.8, 0.1, 0.6], 0.25, 1, 400, 10, &mut |x| {
+            let c = noisy(x);
+            seen.push(c);
+            c
+        })
+        .unwrap();
+        let patient_calls = seen.len();
+        assert_eq!(end, SearchEnd::Stalled);
+        // It returns the best point it saw, with that point's own cost.
+        let lowest = seen.iter().cloned().fold(f64::INFINITY, f64::min);
+        assert_eq!(cost, lowest);
+        assert_eq!(noisy(&best), cost);
+        // It got to the bottom of the bowl, the noise's depth from it.
+        assert!(bowl(&best) < 0.05, "{best:?}");
+        // And stopped well before a search without patience does.
+        let mut calls = 0;
+        nelder_mead(&[0.8, 0.1, 0.6], 0.25, 1, 400, 0, &mut |x| {
+            calls += 1;
+            noisy(x)
+        })
+        .unwrap();
+        assert!(
+            patient_calls < calls,
+            "{patient_calls} calls with patience, {calls} without"
+        );
     }
 }
