@@ -66,8 +66,9 @@ pub struct FitArgs {
     pub max_iters: u64,
     /// Stop the search once this many evaluations in a row have not lowered
     /// the best cost by 1 % of it (a model's objective is noisy; 0: search
-    /// until the simplex shrinks or --max-iters runs out). The card's fit
-    /// first gained at its 26th-28th evaluation: keep it well above that.
+    /// until the simplex shrinks or --max-iters runs out). The 640 MLC's
+    /// fit of four parameters first gained at its 26th-28th evaluation: keep
+    /// it well above the evaluations a search needs to find its way.
     #[arg(long, default_value_t = 40)]
     pub patience: usize,
     /// Initial simplex step, as a share of each parameter's range.
