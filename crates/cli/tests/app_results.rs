@@ -6,9 +6,8 @@ mod common;
 use common::vsl;
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("vsl-app-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| common::scratch("app")).join(name)
 }
 
 /// A tiny review plan: one profile, one matrix point, no other tests.

@@ -6,9 +6,8 @@ use common::vsl;
 use std::process::Command;
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("vsl-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| common::scratch("cli")).join(name)
 }
 
 const QUICK: &[&str] = &[

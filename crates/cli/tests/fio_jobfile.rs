@@ -6,9 +6,8 @@ mod common;
 use common::vsl;
 
 fn dir() -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("vsl-fio-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| common::scratch("fio")).clone()
 }
 
 fn write(name: &str, text: &str) -> String {

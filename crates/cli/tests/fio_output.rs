@@ -12,9 +12,7 @@ use std::collections::BTreeSet;
 use std::process::Command;
 
 fn dir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("vsl-fioout-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch(&format!("fioout-{tag}"))
 }
 
 const MODELLED: &[&str] = &[

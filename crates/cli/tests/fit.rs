@@ -9,10 +9,7 @@ use common::{assert_one_line_error, set_field, vsl};
 use std::path::{Path, PathBuf};
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("vsl-fit-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch(&format!("fit-{name}"))
 }
 
 const FIGURE: &str = "[[figure]]\ntest = \"4k-randwrite\"\nformat = \"stock\"\nthreads = 16\nqd = 16\nstatistic = \"iops\"\nvalue = 42644\ntolerance = 0.05\n";

@@ -15,9 +15,7 @@ struct Rig {
 
 impl Rig {
     fn new(name: &str) -> Rig {
-        let root = std::env::temp_dir().join(format!("vsl-manage-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).unwrap();
+        let root = common::scratch(&format!("manage-{name}"));
         Rig {
             store: root.join("store"),
             root,

@@ -6,9 +6,8 @@ mod common;
 use common::{assert_one_line_error, vsl};
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("vsl-policies-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| common::scratch("policies")).join(name)
 }
 
 /// A short GC-heavy run of the card `card` (options) with `seed`: its JSON.

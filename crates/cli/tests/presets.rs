@@ -8,10 +8,7 @@ use common::{assert_one_line_error, set_field, vsl};
 use std::path::PathBuf;
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("vsl-presets-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch(&format!("presets-{name}"))
 }
 
 fn repo() -> PathBuf {

@@ -49,10 +49,7 @@ fn have(tool: &str, arg: &str) -> bool {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("vsl-pts-pages-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch(&format!("pts-pages-{name}"))
 }
 
 /// Text of the pages' titles (`<title>` of each test page).
@@ -277,7 +274,7 @@ fn serve_reports_serves_several_pts_runs_with_every_link_resolving() {
         .unwrap();
     assert!(ok.success());
 
-    let rig = Rig::new("pts-pages-serve");
+    let rig = Rig::new("pts-serve");
     let served = rig.serve(&["--reports", reports.to_str().unwrap()]);
     let addr = served.addr.as_str();
 

@@ -13,9 +13,8 @@ use common::vsl;
 use serde_json::Value;
 
 fn dir() -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("vsl-rate-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| common::scratch("rate")).clone()
 }
 
 fn out(name: &str) -> String {

@@ -6,8 +6,8 @@ use common::{assert_one_line_error, vsl, TINY_CARD as CARD};
 use std::path::PathBuf;
 
 fn write(name: &str, text: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("vsl-replay-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let dir = DIR.get_or_init(|| common::scratch("replay"));
     let p: PathBuf = dir.join(name);
     std::fs::write(&p, text).unwrap();
     p.display().to_string()

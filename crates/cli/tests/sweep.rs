@@ -7,10 +7,7 @@ mod common;
 use common::vsl;
 
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("vsl-sweep-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch(&format!("sweep-{name}"))
 }
 
 const BASE: &str = "scale = 0.01\nduration = \"2s\"\ninterval = \"500ms\"\nprofile = \"4k-randwrite\"\nprecondition = true\n";

@@ -109,10 +109,9 @@ pub struct Served {
 impl Rig {
     /// A fresh scratch directory `vsl-NAME-PID` under the temp dir.
     pub fn new(name: &str) -> Rig {
-        let root = std::env::temp_dir().join(format!("vsl-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).unwrap();
-        Rig { root }
+        Rig {
+            root: scratch(name),
+        }
     }
 
     /// A long simulation in the background (4 h of virtual time, an
@@ -173,6 +172,33 @@ impl Drop for Rig {
         let _ = self.cmd(&["detach", "--all"]).output();
         let _ = std::fs::remove_dir_all(&self.root);
     }
+}
+
+/// A fresh scratch directory `vsl-NAME-PID` in the temp dir. Those that
+/// earlier test processes left under the same `vsl-NAME-` (their process
+/// gone: a test that fails keeps its files, and a passing one may not
+/// clean up) are removed first, so scratch does not pile up across runs.
+pub fn scratch(name: &str) -> PathBuf {
+    let tmp = std::env::temp_dir();
+    let prefix = format!("vsl-{name}-");
+    if let Ok(entries) = std::fs::read_dir(&tmp) {
+        for e in entries.flatten() {
+            let file = e.file_name();
+            let Some(pid) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
+                continue;
+            };
+            let gone = pid
+                .parse::<u32>()
+                .is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+            if gone {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    let root = tmp.join(format!("{prefix}{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    root
 }
 
 /// Polls `f` every 200 ms for up to `secs`.
