@@ -6,8 +6,7 @@ mod common;
 use common::vsl;
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| common::scratch("app")).join(name)
+    common::shared_scratch("app").join(name)
 }
 
 /// A tiny review plan: one profile, one matrix point, no other tests.

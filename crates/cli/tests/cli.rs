@@ -6,8 +6,7 @@ use common::vsl;
 use std::process::Command;
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| common::scratch("cli")).join(name)
+    common::shared_scratch("cli").join(name)
 }
 
 const QUICK: &[&str] = &[

@@ -6,8 +6,7 @@ mod common;
 use common::vsl;
 
 fn dir() -> std::path::PathBuf {
-    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| common::scratch("fio")).clone()
+    common::shared_scratch("fio").to_path_buf()
 }
 
 fn write(name: &str, text: &str) -> String {

@@ -32,8 +32,7 @@ fn golden_dir() -> PathBuf {
 
 /// Runs one case and returns its JSON bytes.
 fn run_case(preset: &str, mode: &str, policy: &str) -> Vec<u8> {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    let dir = DIR.get_or_init(|| common::scratch("golden"));
+    let dir = common::shared_scratch("golden");
     let json = dir.join(format!("{preset}-{mode}-{policy}.json"));
     let mut args = vec![
         "run",

@@ -7,8 +7,7 @@ mod common;
 use common::{assert_one_line_error, vsl};
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| common::scratch("placement")).join(name)
+    common::shared_scratch("placement").join(name)
 }
 
 /// A GC-heavy run of one member at scale 0.01 under 90/10 zoned 4K random

@@ -6,8 +6,7 @@ mod common;
 use common::{assert_one_line_error, vsl};
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| common::scratch("policies")).join(name)
+    common::shared_scratch("policies").join(name)
 }
 
 /// A short GC-heavy run of the card `card` (options) with `seed`: its JSON.

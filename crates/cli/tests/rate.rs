@@ -13,8 +13,7 @@ use common::vsl;
 use serde_json::Value;
 
 fn dir() -> std::path::PathBuf {
-    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| common::scratch("rate")).clone()
+    common::shared_scratch("rate").to_path_buf()
 }
 
 fn out(name: &str) -> String {

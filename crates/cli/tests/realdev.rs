@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn tmp(name: &str) -> PathBuf {
-    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| common::scratch("realdev")).join(name)
+    common::shared_scratch("realdev").join(name)
 }
 
 fn read_run(target: &str, json: &Path, extra: &[&str]) -> (serde_json::Value, String) {

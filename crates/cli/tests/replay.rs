@@ -6,8 +6,7 @@ use common::{assert_one_line_error, vsl, TINY_CARD as CARD};
 use std::path::PathBuf;
 
 fn write(name: &str, text: &str) -> String {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    let dir = DIR.get_or_init(|| common::scratch("replay"));
+    let dir = common::shared_scratch("replay");
     let p: PathBuf = dir.join(name);
     std::fs::write(&p, text).unwrap();
     p.display().to_string()

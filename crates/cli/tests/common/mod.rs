@@ -201,6 +201,18 @@ pub fn scratch(name: &str) -> PathBuf {
     root
 }
 
+/// The test process's one shared scratch directory, [`scratch`]`(name)`
+/// made on first use; every test of the binary writes its files there.
+pub fn shared_scratch(name: &str) -> &'static Path {
+    static DIR: std::sync::OnceLock<(String, PathBuf)> = std::sync::OnceLock::new();
+    let (made_as, dir) = DIR.get_or_init(|| (name.to_string(), scratch(name)));
+    assert_eq!(
+        made_as, name,
+        "one shared scratch directory per test binary"
+    );
+    dir
+}
+
 /// Polls `f` every 200 ms for up to `secs`.
 pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let t = Instant::now();
