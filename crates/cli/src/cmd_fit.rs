@@ -17,8 +17,10 @@ use std::path::{Path, PathBuf};
 #[derive(Args, Debug)]
 pub struct FitArgs {
     /// Measured figures: a .toml table (`[[figure]]` with test, format,
-    /// threads, qd, statistic, value, tolerance), a .csv with those
-    /// columns, or a `vsl review` results.json of a real device.
+    /// threads, qd, statistic, value, tolerance, and optionally
+    /// `range = [low, high]` for a figure measured as a range), a .csv
+    /// with those columns (optionally low,high), or a `vsl review`
+    /// results.json of a real device.
     #[arg(value_name = "FIGURES", required_unless_present = "list_params")]
     pub figures: Option<PathBuf>,
     /// Base preset (a name or PATH.toml): every parameter not fitted keeps its value.
@@ -128,6 +130,10 @@ pub struct FitArgs {
 struct FigureReport {
     figure: String,
     measured: f64,
+    /// The figure was measured as this range; the errors are to its nearer
+    /// end (0 inside it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    measured_range: Option<[f64; 2]>,
     tolerance: f64,
     fitted: f64,
     error_pct: f64,
@@ -595,12 +601,13 @@ pub fn fit(a: FitArgs) -> Result<()> {
         .map(|((f, &m), l)| FigureReport {
             figure: f.label(),
             measured: f.value,
+            measured_range: f.range,
             tolerance: f.tolerance,
             fitted: m,
-            error_pct: fit::error(f, m) * f.tolerance * 100.0,
+            error_pct: fit::relative_error(f, m) * 100.0,
             within_tolerance: fit::error(f, m).abs() <= 1.0,
             loo_predicted: *l,
-            loo_error_pct: l.map(|l| fit::error(f, l) * f.tolerance * 100.0),
+            loo_error_pct: l.map(|l| fit::relative_error(f, l) * 100.0),
             confirmed: None,
             confirmed_error_pct: None,
         })
@@ -669,7 +676,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
         let m = fit::evaluate(leaked, &figures, &full).map_err(|e| anyhow!("--confirm: {e}"))?;
         for ((r, f), v) in report.figures.iter_mut().zip(&figures).zip(m) {
             r.confirmed = Some(v);
-            r.confirmed_error_pct = Some(fit::error(f, v) * f.tolerance * 100.0);
+            r.confirmed_error_pct = Some(fit::relative_error(f, v) * 100.0);
         }
         report.confirm_scale = Some(c);
         report.confirm_s = Some(confirm_started.elapsed().as_secs_f64());
@@ -761,9 +768,12 @@ fn print_report(r: &Report, resumed: usize, evaluated: usize) {
     let pct = |e: Option<f64>| e.map(|e| format!("{e:.1}%")).unwrap_or_else(|| "-".into());
     for f in &r.figures {
         println!(
-            "{:<60} {:>12.1} {:>12.1} {:>7.1}% {:>5.0}% {:>10} {:>12}",
+            "{:<60} {:>12} {:>12.1} {:>7.1}% {:>5.0}% {:>10} {:>12}",
             f.figure,
-            f.measured,
+            match f.measured_range {
+                Some([lo, hi]) => format!("{lo}-{hi}"),
+                None => format!("{:.1}", f.measured),
+            },
             f.fitted,
             f.error_pct,
             f.tolerance * 100.0,

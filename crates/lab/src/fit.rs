@@ -74,6 +74,11 @@ pub struct Figure {
     /// error.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub at_least: bool,
+    /// The figure was measured as a range (`range = [low, high]`, e.g. a
+    /// reviewer's 25.6-31.6 ms): a model inside it is no error, and one
+    /// outside is judged against the nearer end. `value` lies in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<[f64; 2]>,
 }
 
 fn sixteen() -> u32 {
@@ -89,6 +94,17 @@ impl Figure {
             "{} {} {}T/{}Q {}",
             self.test, self.format, self.threads, self.qd, self.statistic
         )
+    }
+
+    /// What the model must land in to be exact: the measured range, `value`
+    /// up for a lower bound, or `value` itself.
+    pub fn interval(&self) -> (f64, f64) {
+        let (lo, hi) = self.range.map_or((self.value, self.value), |[l, h]| (l, h));
+        if self.at_least {
+            (lo, f64::INFINITY)
+        } else {
+            (lo, hi)
+        }
     }
 
     /// A `vsl validate` row rather than a review matrix point.
@@ -131,6 +147,14 @@ impl Figure {
         }
         if !(self.value > 0.0 && self.value.is_finite()) {
             return Err(format!("{at}: value = {} must be > 0", self.value));
+        }
+        if let Some([lo, hi]) = self.range {
+            if !(lo > 0.0 && lo <= self.value && self.value <= hi && hi.is_finite()) {
+                return Err(format!(
+                    "{at}: range = [{lo}, {hi}] must hold value = {} and be above 0 (range = [low, high], low <= value <= high)",
+                    self.value
+                ));
+            }
         }
         if !(1..=1024).contains(&self.threads) || !(1..=4096).contains(&self.qd) {
             return Err(format!(
@@ -200,20 +224,23 @@ fn parse_csv(text: &str, origin: &str) -> Result<Vec<Figure>, String> {
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'));
-    match lines.next() {
-        Some((_, h)) if h.replace(' ', "") == HEADER => {}
+    // Two optional columns, low and high: a figure measured as a range
+    // (both empty for one measured number).
+    let columns = match lines.next() {
+        Some((_, h)) if h.replace(' ', "") == HEADER => 7,
+        Some((_, h)) if h.replace(' ', "") == format!("{HEADER},low,high") => 9,
         _ => {
             return Err(format!(
-                "{origin}: the first line must be the header {HEADER}"
+                "{origin}: the first line must be the header {HEADER} (optionally followed by ,low,high)"
             ))
         }
-    }
+    };
     lines
         .map(|(n, l)| {
             let c: Vec<&str> = l.split(',').map(str::trim).collect();
             let at = |what: &str| format!("{origin}:{}: {what}", n + 1);
-            if c.len() != 7 {
-                return Err(at(&format!("{} columns, expected 7", c.len())));
+            if c.len() != columns {
+                return Err(at(&format!("{} columns, expected {columns}", c.len())));
             }
             let num = |i: usize, name: &str| -> Result<f64, String> {
                 c[i].parse::<f64>()
@@ -232,6 +259,10 @@ fn parse_csv(text: &str, origin: &str) -> Result<Vec<Figure>, String> {
                 value: num(5, "value")?,
                 tolerance: num(6, "tolerance")?,
                 at_least: false,
+                range: match (columns, c.get(7), c.get(8)) {
+                    (9, Some(&""), Some(&"")) | (7, ..) => None,
+                    _ => Some([num(7, "low")?, num(8, "high")?]),
+                },
             })
         })
         .collect()
@@ -292,6 +323,7 @@ fn from_review_json(
                     value,
                     tolerance,
                     at_least: false,
+                    range: None,
                 });
             }
         }
@@ -551,13 +583,23 @@ fn evaluate_rows(
     Ok(())
 }
 
-/// Tolerance-normalised error of one figure: (model / measured − 1) / tol;
-/// 0 for a lower bound the model meets.
+/// Tolerance-normalised error of one figure: [`relative_error`] / tol.
 pub fn error(f: &Figure, model: f64) -> f64 {
-    if f.at_least && model >= f.value {
-        return 0.0;
+    relative_error(f, model) / f.tolerance
+}
+
+/// model / measured − 1, the measured figure being the nearer end of its
+/// [`Figure::interval`]: 0 inside a measured range or above a lower bound
+/// the model meets (as `vsl validate` judges its rows).
+pub fn relative_error(f: &Figure, model: f64) -> f64 {
+    let (lo, hi) = f.interval();
+    if model < lo {
+        model / lo - 1.0
+    } else if model > hi {
+        model / hi - 1.0
+    } else {
+        0.0
     }
-    (model / f.value - 1.0) / f.tolerance
 }
 
 /// The objective: the sum of squared normalised errors of `use_fig`.
@@ -889,6 +931,7 @@ mod tests {
             value: 20.0,
             tolerance: 0.1,
             at_least: true,
+            range: None,
         };
         assert_eq!(error(&f, 20.0), 0.0);
         assert_eq!(error(&f, 35.0), 0.0);
@@ -900,6 +943,59 @@ mod tests {
         assert!((error(&two_sided, 22.0) - 1.0).abs() < 1e-12);
         let c = cost(&[f, two_sided], &[35.0, 22.0], &[true, true]);
         assert!((c - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_measured_range_is_no_error_inside_and_its_nearer_end_outside() {
+        let f = Figure {
+            test: "4K steady-state write latency stddev".into(),
+            format: "stock".into(),
+            threads: 16,
+            qd: 16,
+            statistic: "row".into(),
+            value: 28.6,
+            tolerance: 0.1,
+            at_least: false,
+            range: Some([25.6, 31.6]),
+        };
+        for inside in [25.6, 28.0, 31.6] {
+            assert_eq!(relative_error(&f, inside), 0.0, "{inside}");
+        }
+        assert!((relative_error(&f, 20.48) + 0.2).abs() < 1e-12);
+        assert!((relative_error(&f, 37.92) - 0.2).abs() < 1e-12);
+        assert!((error(&f, 37.92) - 2.0).abs() < 1e-12);
+        // As a single number, the same model is judged against the value.
+        let point = Figure { range: None, ..f.clone() };
+        assert!((relative_error(&point, 28.0) - (28.0 / 28.6 - 1.0)).abs() < 1e-12);
+
+        // The file form, and a range that does not hold the value.
+        let toml = "[[figure]]\ntest = \"4K steady-state write latency stddev\"\nformat = \"stock\"\nstatistic = \"row\"\nvalue = 28.6\ntolerance = 0.1\nrange = [25.6, 31.6]\n";
+        assert_eq!(load("range.toml", toml).unwrap()[0], f);
+        let e = load("bad-range.toml", &toml.replace("[25.6, 31.6]", "[29, 31.6]")).unwrap_err();
+        assert!(e.contains("range = [29, 31.6] must hold value = 28.6"), "{e}");
+        // CSV: two optional columns, empty for a single number.
+        let csv = "test,format,threads,qd,statistic,value,tolerance,low,high\n\
+                   4k-randwrite,stock,16,16,iops,42644,0.05,40900,42644\n\
+                   4k-randwrite,hp,16,16,iops,90700,0.05,,\n";
+        let c = load("range.csv", csv).unwrap();
+        assert_eq!((c[0].range, c[1].range), (Some([40900.0, 42644.0]), None));
+        let e = load("short.csv", &csv.replace(",,\n", "\n")).unwrap_err();
+        assert!(e.contains("7 columns, expected 9"), "{e}");
+    }
+
+    /// The bench figure files give every `vsl validate` row the range the
+    /// validate table measures it as, so the fit and validate judge a row
+    /// alike.
+    #[test]
+    fn the_bench_row_files_carry_the_validate_tables_ranges() {
+        let bench = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench");
+        for name in ["fit_640mlc_rows.toml", "fit_640mlc_steady.toml"] {
+            let figures = load_figures(&bench.join(name), "stock", 0.1).unwrap();
+            for f in figures.iter().filter(|f| f.is_row()) {
+                let m = crate::validate::measured(&f.format, &f.test).unwrap();
+                assert_eq!(f.interval(), (m.lo, m.hi), "{name}: {}", f.label());
+            }
+        }
     }
 
     /// A bowl with its minimum at 0.3 on every axis.
