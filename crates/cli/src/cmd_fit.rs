@@ -67,12 +67,19 @@ pub struct FitArgs {
     #[arg(long, default_value_t = 30)]
     pub max_iters: u64,
     /// Stop the search once this many evaluations in a row have not lowered
-    /// the best cost by 1 % of it (a model's objective is noisy; 0: search
-    /// until the simplex shrinks or --max-iters runs out). The 640 MLC's
-    /// fit of four parameters first gained at its 26th-28th evaluation: keep
-    /// it well above the evaluations a search needs to find its way.
+    /// the best cost by --progress of it (a model's objective is noisy; 0:
+    /// search until the simplex shrinks or --max-iters runs out). The 640
+    /// MLC's fit of four parameters first gained at its 26th-28th
+    /// evaluation: keep it well above the evaluations a search needs to
+    /// find its way.
     #[arg(long, default_value_t = 40)]
     pub patience: usize,
+    /// The share of the best cost a new point must gain to count as
+    /// progress for --patience. Keep it within the objective's noise: on
+    /// the 640 MLC's fit, points within 0.1 % of every range of the best
+    /// cost 70-125.
+    #[arg(long, default_value_t = fit::PROGRESS)]
+    pub progress: f64,
     /// Initial simplex step, as a share of each parameter's range.
     #[arg(long, default_value_t = 0.25)]
     pub step: f64,
@@ -93,6 +100,14 @@ pub struct FitArgs {
     /// fitted point.
     #[arg(long)]
     pub loo_iters: Option<u64>,
+    /// `--loo-method surrogate`: rounds of refits. Each round after the
+    /// first fits the surface again to every point evaluated so far (the
+    /// previous round's refit points included: model values, never a
+    /// left-out measurement) and refits every figure on it; the last
+    /// round's predictions are reported. At most one evaluation per
+    /// figure and round.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub loo_rounds: u32,
     /// After the search, evaluate the fitted preset once more on a card
     /// scaled by this (1: the full card) and report those figures too: the
     /// search runs on scaled cards, the confirmation says what the full
@@ -171,10 +186,12 @@ struct Report<'a> {
     evaluations: usize,
     /// How the search ended: `converged` (the simplex shrank, or
     /// `--max-iters` ran out) or `stalled` (`--patience` evaluations
-    /// without a 1 % gain).
+    /// without a gain of `--progress`).
     search_end: fit::SearchEnd,
-    /// `--patience`: evaluations without a 1 % gain that end the search.
+    /// `--patience`: evaluations without a gain of `progress` (a share of
+    /// the best cost) that end the search.
     patience: usize,
+    progress: f64,
     figures: Vec<FigureReport>,
     parameters: Vec<ParamReport>,
     /// `--predict FORMAT`: the fitted preset's value of every figure's test there.
@@ -202,6 +219,8 @@ struct Report<'a> {
 struct LooSurface {
     points: usize,
     quadratic: bool,
+    /// `--loo-rounds`: the surface of the last round.
+    rounds: u32,
 }
 
 #[derive(Serialize)]
@@ -367,6 +386,12 @@ pub fn fit(a: FitArgs) -> Result<()> {
     if out.extension().is_none_or(|e| e != "toml") {
         bail!("--out: {} must end in .toml (a preset file)", out.display());
     }
+    if !(a.progress > 0.0 && a.progress < 1.0) {
+        bail!(
+            "--progress: {} must be above 0 and below 1 (a share of the best cost)",
+            a.progress
+        );
+    }
     if a.review_tolerance.is_nan() || a.review_tolerance <= 0.0 {
         bail!("--review-tolerance: {} must be > 0", a.review_tolerance);
     }
@@ -465,7 +490,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
     // iteration (n more on a shrink): an estimate for the bar and ETA. A
     // surrogate refit costs at most one evaluation.
     let per_loo = if surrogate_loo {
-        1
+        a.loo_rounds as u64
     } else {
         n + 1 + 2 * a.loo_iters.unwrap_or(a.max_iters)
     };
@@ -505,11 +530,16 @@ pub fn fit(a: FitArgs) -> Result<()> {
     let x0: Vec<f64> = free.iter().map(|d| fit::normalise(d, base)).collect();
     let cost_before = ev.cost(&x0, &all);
     bar.set_message("search");
-    let (best, cost, search_end) =
-        fit::nelder_mead(&x0, a.step, a.seed, a.max_iters, a.patience, &mut |x| {
-            ev.cost(x, &all)
-        })
-        .map_err(|e| anyhow!("search: {e}"))?;
+    let (best, cost, search_end) = fit::nelder_mead(
+        &x0,
+        a.step,
+        a.seed,
+        a.max_iters,
+        a.patience,
+        a.progress,
+        &mut |x| ev.cost(x, &all),
+    )
+    .map_err(|e| anyhow!("search: {e}"))?;
     let (best, cost) = if cost_before <= cost {
         (x0.clone(), cost_before)
     } else {
@@ -522,24 +552,33 @@ pub fn fit(a: FitArgs) -> Result<()> {
     let search_s = started.elapsed().as_secs_f64();
     let mut loo = vec![None; figures.len()];
     let mut loo_surface = None;
-    let surface = if a.loo && surrogate_loo {
-        let points = ev.points();
-        let s = fit::Surrogate::fit(&points).ok_or_else(|| {
-            anyhow!(
-                "leave-one-out: {} evaluated points are too few for a surface \
-                 over {n} parameters (raise --max-iters, or --loo-method search)",
-                points.len()
-            )
-        })?;
-        loo_surface = Some(LooSurface {
-            points: points.len(),
-            quadratic: s.is_quadratic(),
-        });
-        Some(s)
+    let rounds = if a.loo && surrogate_loo {
+        a.loo_rounds
     } else {
-        None
+        1
     };
-    if a.loo {
+    for round in 1..=rounds {
+        let surface = if a.loo && surrogate_loo {
+            let points = ev.points();
+            let s = fit::Surrogate::fit(&points).ok_or_else(|| {
+                anyhow!(
+                    "leave-one-out: {} evaluated points are too few for a surface \
+                     over {n} parameters (raise --max-iters, or --loo-method search)",
+                    points.len()
+                )
+            })?;
+            loo_surface = Some(LooSurface {
+                points: points.len(),
+                quadratic: s.is_quadratic(),
+                rounds: round,
+            });
+            Some(s)
+        } else {
+            None
+        };
+        if !a.loo {
+            break;
+        }
         for j in 0..figures.len() {
             // A figure the free parameters never moved (the same value at
             // every point evaluated so far) changes the objective by a
@@ -548,20 +587,36 @@ pub fn fit(a: FitArgs) -> Result<()> {
                 loo[j] = Some(fitted_model[j]);
                 continue;
             }
-            bar.set_message(format!("leave-one-out {}/{}", j + 1, figures.len()));
+            bar.set_message(if rounds > 1 {
+                format!(
+                    "leave-one-out {}/{}, round {round}/{rounds}",
+                    j + 1,
+                    figures.len()
+                )
+            } else {
+                format!("leave-one-out {}/{}", j + 1, figures.len())
+            });
             let mut use_fig = all.clone();
             use_fig[j] = false;
             // The refit searches the surface, or the model itself.
             let refit = match &surface {
                 // The surface is smooth: no patience.
-                Some(s) => fit::nelder_mead(&best, a.step / 2.0, a.seed, 400, 0, &mut |x| {
-                    fit::cost(&figures, &s.predict(x), &use_fig)
-                }),
+                Some(s) => {
+                    fit::nelder_mead(&best, a.step / 2.0, a.seed, 400, 0, a.progress, &mut |x| {
+                        fit::cost(&figures, &s.predict(x), &use_fig)
+                    })
+                }
                 None => {
                     let iters = a.loo_iters.unwrap_or(a.max_iters);
-                    fit::nelder_mead(&best, a.step / 2.0, a.seed, iters, a.patience, &mut |x| {
-                        ev.cost(x, &use_fig)
-                    })
+                    fit::nelder_mead(
+                        &best,
+                        a.step / 2.0,
+                        a.seed,
+                        iters,
+                        a.patience,
+                        a.progress,
+                        &mut |x| ev.cost(x, &use_fig),
+                    )
                 }
             };
             let (bj, _, _) = refit.map_err(|e| anyhow!("leave-one-out search: {e}"))?;
@@ -643,6 +698,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
         evaluations: ev.cache.len(),
         search_end,
         patience: a.patience,
+        progress: a.progress,
         figures: figs,
         parameters: params,
         predictions: Vec::new(),
@@ -752,8 +808,9 @@ fn print_report(r: &Report, resumed: usize, evaluated: usize) {
         match r.search_end {
             fit::SearchEnd::Converged => String::new(),
             fit::SearchEnd::Stalled => format!(
-                " (the search stopped after {} evaluations without a 1 % gain, --patience)",
-                r.patience
+                " (the search stopped after {} evaluations without a {} % gain, --patience)",
+                r.patience,
+                r.progress * 100.0
             ),
         }
     );
@@ -793,9 +850,14 @@ fn print_report(r: &Report, resumed: usize, evaluated: usize) {
                 ", leave-one-out {l:.0} s ({})",
                 match &r.loo_surface {
                     Some(s) => format!(
-                        "refits on a {} surface of {} evaluated points, each refit's point on the model",
+                        "refits on a {} surface of {} evaluated points{}, each refit's point on the model",
                         if s.quadratic { "quadratic" } else { "linear" },
-                        s.points
+                        s.points,
+                        if s.rounds > 1 {
+                            format!(" in round {}", s.rounds)
+                        } else {
+                            String::new()
+                        }
                     ),
                     None => "refits on the model".into(),
                 }

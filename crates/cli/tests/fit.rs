@@ -38,6 +38,8 @@ fn fit_bad_input_is_one_line_and_writes_nothing() {
         (write("empty.txt", ""), "expected a .toml or .csv"),
         (write("row.toml", ROW), "no `vsl validate` row '4K nothing'"),
         (write("rowtol.toml", &ROW.replace("4K nothing", "4K steady-state write 16T/16Q").replace("0.05", "0")), "tolerance = 0 must be > 0"),
+        (write("range.toml", &FIGURE.replace("tolerance = 0.05", "tolerance = 0.05\nrange = [43000, 44000]")), "range = [43000, 44000] must hold value = 42644"),
+        (write("range.csv", "test,format,threads,qd,statistic,value,tolerance,low,high\n4k-randwrite,stock,16,16,iops,42644,0.05,40000,x\n"), "high 'x' is not a number"),
         (write("rowfmt.toml", &ROW.replace("4K nothing", "4K steady-state write 16T/16Q").replace("\"stock\"", "\"op=20\"")), "no `vsl validate` row '4K steady-state write 16T/16Q' in the op=20 table"),
     ];
     for (file, needle) in &cases {
@@ -70,6 +72,12 @@ fn fit_bad_input_is_one_line_and_writes_nothing() {
         assert_one_line_error(
             &["fit", &good, "--out", o, "--confirm", bad, "-q"],
             &format!("--confirm: '{bad}' must be a number in (0, 1]"),
+        );
+    }
+    for bad in ["0", "1", "-0.5"] {
+        assert_one_line_error(
+            &["fit", &good, "--out", o, &format!("--progress={bad}"), "-q"],
+            &format!("--progress: {bad} must be above 0 and below 1"),
         );
     }
     assert!(!out.exists());
@@ -269,6 +277,7 @@ fn fit_leave_one_out_and_full_card_confirmation() {
     hidden_card_review(&dir);
     let report = dir.join("report.json");
     let mut surrogate_loo: Vec<Vec<f64>> = Vec::new();
+    let mut first_points = 0;
     for method in ["surrogate", "search", "surrogate"] {
         let args = fit_args(
             &dir,
@@ -310,6 +319,7 @@ fn fit_leave_one_out_and_full_card_confirmation() {
             let s = &rep["loo_surface"];
             assert_eq!(s["quadratic"].as_bool(), Some(true), "{rep}");
             assert!(s["points"].as_u64().unwrap() >= 5, "{rep}");
+            first_points = s["points"].as_u64().unwrap();
             assert!(out.contains("quadratic surface"), "{out}");
         } else {
             assert!(rep.get("loo_surface").is_none(), "{rep}");
@@ -351,4 +361,36 @@ fn fit_leave_one_out_and_full_card_confirmation() {
         surrogate_loo[0], surrogate_loo[1],
         "a resumed fit refitted elsewhere"
     );
+
+    // Two rounds of surrogate refits: the second round's surface also holds
+    // the first round's refit points (the checkpoint gives them back).
+    let args = fit_args(&dir, &["--max-iters", "12", "--loo", "--loo-rounds", "2"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = vsl(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("surface of") && out.contains("in round 2"),
+        "{out}"
+    );
+    let rep: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let s = &rep["loo_surface"];
+    assert_eq!(s["rounds"].as_u64(), Some(2), "{rep}");
+    // The first round's refits landed off the search's points: the second
+    // surface has more.
+    assert!(s["points"].as_u64().unwrap() > first_points, "{rep}");
+    for f in rep["figures"].as_array().unwrap() {
+        let (measured, loo) = (
+            f["measured"].as_f64().unwrap(),
+            f["loo_predicted"].as_f64().unwrap(),
+        );
+        assert!(
+            (loo / measured - 1.0).abs() < 0.05,
+            "round 2 prediction off: {f}"
+        );
+    }
+    // Out of range: one line, exit non-zero.
+    let (code, _, err) = vsl(&["fit", "x.toml", "--loo-rounds", "0"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--loo-rounds"), "{err}");
 }
