@@ -552,13 +552,15 @@ pub fn fit(a: FitArgs) -> Result<()> {
     let search_s = started.elapsed().as_secs_f64();
     let mut loo = vec![None; figures.len()];
     let mut loo_surface = None;
-    let rounds = if a.loo && surrogate_loo {
-        a.loo_rounds
-    } else {
-        1
+    // Refit rounds: none without --loo, one on the model, --loo-rounds on
+    // a surface.
+    let rounds = match (a.loo, surrogate_loo) {
+        (false, _) => 0,
+        (true, false) => 1,
+        (true, true) => a.loo_rounds,
     };
     for round in 1..=rounds {
-        let surface = if a.loo && surrogate_loo {
+        let surface = if surrogate_loo {
             let points = ev.points();
             let s = fit::Surrogate::fit(&points).ok_or_else(|| {
                 anyhow!(
@@ -576,9 +578,6 @@ pub fn fit(a: FitArgs) -> Result<()> {
         } else {
             None
         };
-        if !a.loo {
-            break;
-        }
         for j in 0..figures.len() {
             // A figure the free parameters never moved (the same value at
             // every point evaluated so far) changes the objective by a
@@ -587,15 +586,16 @@ pub fn fit(a: FitArgs) -> Result<()> {
                 loo[j] = Some(fitted_model[j]);
                 continue;
             }
-            bar.set_message(if rounds > 1 {
-                format!(
-                    "leave-one-out {}/{}, round {round}/{rounds}",
-                    j + 1,
-                    figures.len()
-                )
+            let of_rounds = if rounds > 1 {
+                format!(", round {round}/{rounds}")
             } else {
-                format!("leave-one-out {}/{}", j + 1, figures.len())
-            });
+                String::new()
+            };
+            bar.set_message(format!(
+                "leave-one-out {}/{}{of_rounds}",
+                j + 1,
+                figures.len()
+            ));
             let mut use_fig = all.clone();
             use_fig[j] = false;
             // The refit searches the surface, or the model itself.
