@@ -2,11 +2,18 @@
 //! (as the issue asks): attach a card from a preset file the lab is not
 //! told (the 640 MLC with 18 % reserved instead of the shipped 13 %),
 //! measure its loop device with `vsl review --target blockdev:`, `vsl fit`
-//! the reserve from that review alone, predict the card at the
-//! high-performance format (36 % over-provisioning), `vsl format` the card
-//! to it and measure again. Wall-time measurements on a shared machine:
-//! the tolerance is wide (25 %) and the figures are printed; the larger
-//! run, with 8K 70/30 too, is `bench/fit_loop.sh`.
+//! the reserve from that review alone, predict the card at 20 %
+//! over-provisioning, `vsl format` the card to it and measure again.
+//! Wall-time measurements on a shared machine: the tolerance is wide
+//! (25 %) and the figures are printed; the larger run, with 8K 70/30 too,
+//! is `bench/fit_loop.sh`.
+//!
+//! The second format is 20 % over-provisioning, as in the bench script,
+//! and not hp: at hp the hidden card's model gives 39.9 K IOPS at this
+//! scale, near what the FUSE and loop path serves on a 2-core machine
+//! (45-55 K when quiet), and a loaded CI machine delivered 82 % of it
+//! (stop 53: predicted 42.2 K against 32.8 K measured, +29 %). At 20 % the
+//! model gives 30.8 K.
 
 mod common;
 use common::{set_field, skip, Rig};
@@ -53,33 +60,38 @@ fn review(rig: &Rig, dev: &str, plan: &Path, out: &Path) -> f64 {
 /// a loaded machine), not by the model.
 const HOST_SHORT: f64 = 0.8;
 
-/// The hidden card's 4K random write IOPS at `format` in virtual time.
-fn hidden_model(rig: &Rig, hidden: &Path, format: &str) -> f64 {
-    let json = rig.root.join(format!("model-{format}.json"));
-    ok(
-        rig,
-        &[
-            "run",
-            "--device",
-            hidden.to_str().unwrap(),
-            "--format",
-            format,
-            "--member",
-            "0",
-            "--scale",
-            SCALE,
-            "--precondition",
-            "--warmup",
-            "300s",
-            "--duration",
-            "20s",
-            "--profile",
-            "4k-randwrite",
-            "-q",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-    );
+/// Under this share of its model the attached card is measured once more:
+/// with the prediction a few per cent off the model, a measurement this
+/// far under it would take the comparison near its 25 % tolerance.
+const REMEASURE: f64 = 0.9;
+
+/// The second format: `vsl format --overprovision` and `vsl fit --predict
+/// op=`.
+const OP: &str = "20%";
+
+/// The hidden card's 4K random write IOPS in virtual time, formatted by
+/// `format` (the `vsl run` options).
+fn hidden_model(rig: &Rig, hidden: &Path, name: &str, format: &[&str]) -> f64 {
+    let json = rig.root.join(format!("model-{name}.json"));
+    let mut args = vec!["run", "--device", hidden.to_str().unwrap()];
+    args.extend_from_slice(format);
+    args.extend_from_slice(&[
+        "--member",
+        "0",
+        "--scale",
+        SCALE,
+        "--precondition",
+        "--warmup",
+        "300s",
+        "--duration",
+        "20s",
+        "--profile",
+        "4k-randwrite",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    ok(rig, &args);
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     v["summary"]["iops"].as_f64().unwrap()
@@ -147,7 +159,7 @@ fn black_box_loop_on_an_attached_card() {
     // delivered well under what its own model gives in virtual time (a
     // loaded machine: the kernel path, not the model, set the rate), say
     // so loudly and stop.
-    let model = hidden_model(&rig, &hidden, "stock");
+    let model = hidden_model(&rig, &hidden, "stock", &["--format", "stock"]);
     println!("the hidden card's own model, virtual time: {model:.0} IOPS; attached and measured: {stock:.0}");
     if host_limited("stock", stock, model) {
         return;
@@ -175,7 +187,7 @@ fn black_box_loop_on_an_attached_card() {
             "--review-tolerance",
             "0.02",
             "--predict",
-            "hp",
+            &format!("op={OP}"),
             "--out",
             fitted.to_str().unwrap(),
             "--json",
@@ -196,26 +208,27 @@ fn black_box_loop_on_an_attached_card() {
         .unwrap();
 
     ok(&rig, &["detach", "--all"]);
-    ok(&rig, &["format", s, "--format", "hp", "-y"]);
+    ok(&rig, &["format", s, "--overprovision", OP, "-y"]);
     let out = ok(&rig, &["attach", "--store", s]);
     let dev = out.split('\t').next().unwrap().trim().to_string();
-    let mut op = review(&rig, &dev, &plan, &dir.join("hp"));
-    // The hp card is about four times faster than stock: the host path
-    // may fall short of it on a loaded machine where it kept up with
-    // stock. Measure once more; if it still falls short, say so loudly.
-    let hp_model = hidden_model(&rig, &hidden, "hp");
-    println!("the hidden card's own model at hp, virtual time: {hp_model:.0} IOPS; attached and measured: {op:.0}");
-    if op < HOST_SHORT * hp_model {
-        op = review(&rig, &dev, &plan, &dir.join("hp-again"));
-        println!("measured again at hp: {op:.0} IOPS");
+    let mut op = review(&rig, &dev, &plan, &dir.join("op"));
+    // The card at 20 % over-provisioning is about twice as fast as at
+    // stock: the host path may fall short of it on a loaded machine where
+    // it kept up with stock. Measure once more; if it still falls short,
+    // say so loudly.
+    let op_model = hidden_model(&rig, &hidden, "op", &["--overprovision", OP]);
+    println!("the hidden card's own model at {OP} over-provisioning, virtual time: {op_model:.0} IOPS; attached and measured: {op:.0}");
+    if op < REMEASURE * op_model {
+        op = review(&rig, &dev, &plan, &dir.join("op-again"));
+        println!("measured again at {OP} over-provisioning: {op:.0} IOPS");
     }
     ok(&rig, &["detach", "--all"]);
-    if host_limited("hp", op, hp_model) {
+    if host_limited(&format!("{OP} over-provisioning"), op, op_model) {
         return;
     }
     let err = predicted / op - 1.0;
     println!(
-        "black-box loop: hidden reserve 0.18, fitted {reserve:.4}; 4K random write at hp: predicted {predicted:.0}, measured {op:.0} ({:+.1} %); stock measured {stock:.0}; {:.0} s",
+        "black-box loop: hidden reserve 0.18, fitted {reserve:.4}; 4K random write at {OP} over-provisioning: predicted {predicted:.0}, measured {op:.0} ({:+.1} %); stock measured {stock:.0}; {:.0} s",
         err * 100.0,
         t0.elapsed().as_secs_f64()
     );
