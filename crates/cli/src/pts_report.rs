@@ -1035,6 +1035,18 @@ pub fn print_pdfs(out: &Path, pages: &[PathBuf]) -> Result<()> {
     let Some(chromium) = chromium else {
         bail!("--pdf: no chromium, chromium-browser or google-chrome on PATH (the HTML report is written)");
     };
+    // Chromium keeps its profile and singleton socket under TMPDIR
+    // (/tmp/org.chromium.Chromium.*) and does not always remove them: give
+    // it a directory of its own and remove that, whatever happened.
+    let scratch = std::env::temp_dir().join(format!("vsl-chromium-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)
+        .with_context(|| format!("cannot create {}", scratch.display()))?;
+    let printed = print_each(chromium, out, pages, &scratch);
+    let _ = std::fs::remove_dir_all(&scratch);
+    printed
+}
+
+fn print_each(chromium: &str, out: &Path, pages: &[PathBuf], scratch: &Path) -> Result<()> {
     for page in pages {
         let abs = std::fs::canonicalize(page)?;
         let name = abs
@@ -1044,12 +1056,17 @@ pub fn print_pdfs(out: &Path, pages: &[PathBuf]) -> Result<()> {
             .unwrap_or_else(|| "page".into());
         let pdf = std::fs::canonicalize(out)?.join(format!("{name}.pdf"));
         let o = std::process::Command::new(chromium)
+            .env("TMPDIR", scratch)
             .args([
                 "--headless",
                 "--no-sandbox",
                 "--disable-gpu",
                 "--no-pdf-header-footer",
             ])
+            .arg(format!(
+                "--user-data-dir={}",
+                scratch.join("profile").display()
+            ))
             .arg(format!("--print-to-pdf={}", pdf.display()))
             .arg(format!("file://{}", abs.display()))
             .output()

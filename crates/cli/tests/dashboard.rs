@@ -111,7 +111,11 @@ impl Cdp {
 
 /// Starts headless Chromium on `url`; returns it and a session with the page.
 fn chromium(url: &str, profile: &Path) -> (Proc, Cdp) {
+    // Its singleton socket goes under TMPDIR (/tmp/org.chromium.Chromium.*
+    // otherwise, left behind when the browser is killed): keep it in the
+    // rig's scratch, which the rig removes.
     let mut child = Command::new("chromium")
+        .env("TMPDIR", profile.parent().unwrap())
         .args([
             "--headless",
             "--no-sandbox",

@@ -16,29 +16,32 @@ use std::time::Duration;
 /// A small, fast run: two tests, one modelled card at scale 0.01, short
 /// rounds.
 fn small_pts(out: &Path, extra: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_vsl"))
-        .args([
-            "pts",
-            "--test",
-            "iops,latency",
-            "--target",
-            "iodrive-duo-640-mlc:stock",
-            "--scale",
-            "0.01",
-            "--round-time",
-            "20ms",
-            "--max-rounds",
-            "5",
-            "--block-sizes",
-            "4k,8k,128k",
-            "-q",
-            "--out",
-        ])
-        .arg(out)
-        .args(extra)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run vsl")
+    small_pts_cmd(out, extra).output().expect("run vsl")
+}
+
+fn small_pts_cmd(out: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_vsl"));
+    c.args([
+        "pts",
+        "--test",
+        "iops,latency",
+        "--target",
+        "iodrive-duo-640-mlc:stock",
+        "--scale",
+        "0.01",
+        "--round-time",
+        "20ms",
+        "--max-rounds",
+        "5",
+        "--block-sizes",
+        "4k,8k,128k",
+        "-q",
+        "--out",
+    ])
+    .arg(out)
+    .args(extra)
+    .stdin(Stdio::null());
+    c
 }
 
 fn have(tool: &str, arg: &str) -> bool {
@@ -69,8 +72,20 @@ fn pdf_pages_are_printed_with_their_title_and_landscape_a4() {
     }
     let dir = scratch("pdf");
     let out = dir.join("out");
-    let o = small_pts(&out, &["--pdf"]);
+    // Chromium's profile and singleton socket go under TMPDIR: vsl gives
+    // it a directory of its own there and removes it.
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let o = small_pts_cmd(&out, &["--pdf"])
+        .env("TMPDIR", &tmp)
+        .output()
+        .expect("run vsl");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "vsl pts --pdf left {left:?} in TMPDIR");
     let poppler = have("pdfinfo", "-v") && have("pdftotext", "-v");
     if !poppler {
         eprintln!("\n!!!!! SKIPPED the page-count and text checks: pdfinfo/pdftotext (poppler-utils) not installed; scripts/setup.sh installs them !!!!!\n");
