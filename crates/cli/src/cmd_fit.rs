@@ -814,18 +814,35 @@ fn print_report(r: &Report, resumed: usize, evaluated: usize) {
             ),
         }
     );
-    let confirmed = r
-        .confirm_scale
-        .map(|c| format!("scale {c}"))
-        .unwrap_or_default();
+    // The leave-one-out and confirmation columns only where they were run.
+    let optional = |loo: String, confirmed: String| {
+        let mut cols = String::new();
+        if r.loo_s.is_some() {
+            cols += &format!(" {loo:>10}");
+        }
+        if r.confirm_scale.is_some() {
+            cols += &format!(" {confirmed:>12}");
+        }
+        cols
+    };
     println!(
-        "\n{:<60} {:>12} {:>12} {:>8} {:>6} {:>10} {:>12}",
-        "figure", "measured", "fitted", "error", "tol", "LOO error", confirmed
+        "\n{:<60} {:>12} {:>12} {:>8} {:>6}{}",
+        "figure",
+        "measured",
+        "fitted",
+        "error",
+        "tol",
+        optional(
+            "LOO error".into(),
+            r.confirm_scale
+                .map(|c| format!("scale {c}"))
+                .unwrap_or_default()
+        )
     );
     let pct = |e: Option<f64>| e.map(|e| format!("{e:.1}%")).unwrap_or_else(|| "-".into());
     for f in &r.figures {
         println!(
-            "{:<60} {:>12} {:>12.1} {:>7.1}% {:>5.0}% {:>10} {:>12}",
+            "{:<60} {:>12} {:>12.1} {:>7.1}% {:>5.0}%{}",
             f.figure,
             match f.measured_range {
                 Some([lo, hi]) => format!("{lo}-{hi}"),
@@ -834,12 +851,7 @@ fn print_report(r: &Report, resumed: usize, evaluated: usize) {
             f.fitted,
             f.error_pct,
             f.tolerance * 100.0,
-            pct(f.loo_error_pct),
-            if r.confirm_scale.is_some() {
-                pct(f.confirmed_error_pct)
-            } else {
-                String::new()
-            }
+            optional(pct(f.loo_error_pct), pct(f.confirmed_error_pct))
         );
     }
     println!(

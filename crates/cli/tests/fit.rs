@@ -186,6 +186,11 @@ fn fit_recovers_a_hidden_reserve_and_predicts_another_format() {
     let (code, out, err) = vsl(&args);
     assert_eq!(code, 0, "{err}");
     println!("{out}");
+    // Without --loo or --confirm the table has no columns for them.
+    assert!(
+        !out.contains("LOO error") && !out.contains("scale 0.02"),
+        "{out}"
+    );
     let rep: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let fitted_reserve = rep["parameters"][0]["fitted"].as_f64().unwrap();
@@ -298,7 +303,10 @@ fn fit_leave_one_out_and_full_card_confirmation() {
         assert_eq!(code, 0, "{err}");
         println!("{out}");
         assert!(
-            out.contains("leave-one-out") && out.contains("confirmation"),
+            out.contains("leave-one-out")
+                && out.contains("confirmation")
+                && out.contains("LOO error")
+                && out.contains("scale 0.02"),
             "{out}"
         );
         let rep: serde_json::Value =
