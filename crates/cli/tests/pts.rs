@@ -3,6 +3,9 @@
 //! purge, and the purge refusals on a block device (loop device; a loud
 //! SKIP where the machine has none).
 
+mod common;
+
+use common::PTS_QUICK;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -44,17 +47,10 @@ const ALL_TESTS: [&str; 8] = [
     "ecw",
 ];
 
-const QUICK: &[&str] = &[
-    "--scale",
-    "0.01",
-    "--round-time",
-    "20ms",
-    "--max-rounds",
-    "5",
-    "--hir-cycles",
-    "3",
-    "-q",
-];
+/// The quick run's options, with few HIR cycles and no progress.
+fn quick() -> Vec<&'static str> {
+    [PTS_QUICK, &["--hir-cycles", "3", "-q"]].concat()
+}
 
 #[test]
 fn unknown_test_is_one_line() {
@@ -90,7 +86,7 @@ fn block_size_the_device_rejects_is_one_line_before_any_io() {
         "--out",
         o,
     ];
-    args.extend(QUICK);
+    args.extend(quick());
     fails_in_one_line(
         &args,
         "block size 512 bytes is not a multiple of the target's 4096-byte sector",
@@ -151,7 +147,7 @@ fn results_do_not_depend_on_the_number_of_jobs() {
             "--out",
             out.to_str().unwrap(),
         ];
-        args.extend(QUICK);
+        args.extend(quick());
         let o = vsl(&args);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
@@ -200,7 +196,7 @@ fn modelled_runs_are_deterministic_and_written_out() {
             "--out",
             out.to_str().unwrap(),
         ];
-        args.extend(QUICK);
+        args.extend(quick());
         let o = vsl(&args);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
@@ -279,8 +275,8 @@ fn progress_off_a_terminal_is_one_stamped_line_per_step() {
             "--target",
             "iodrive-duo-640-mlc:stock",
         ];
-        // QUICK's card and rounds, without its HIR cycles and -q.
-        args.extend_from_slice(&QUICK[..6]);
+        // The quick run's card and rounds, without its HIR cycles and -q.
+        args.extend_from_slice(PTS_QUICK);
         args.extend(["--out", out.to_str().unwrap()]);
         if quiet {
             args.push("-q");

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::Rig;
+use common::{Rig, PTS_QUICK};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -27,17 +27,9 @@ fn small_pts_cmd(out: &Path, extra: &[&str]) -> Command {
         "iops,latency",
         "--target",
         "iodrive-duo-640-mlc:stock",
-        "--scale",
-        "0.01",
-        "--round-time",
-        "20ms",
-        "--max-rounds",
-        "5",
-        "--block-sizes",
-        "4k,8k,128k",
-        "-q",
-        "--out",
     ])
+    .args(PTS_QUICK)
+    .args(["--block-sizes", "4k,8k,128k", "-q", "--out"])
     .arg(out)
     .args(extra)
     .stdin(Stdio::null());

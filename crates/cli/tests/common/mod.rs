@@ -8,6 +8,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+/// `vsl pts` options of a quick run: the smallest scale a modelled card
+/// is run at, short rounds, few of them.
+pub const PTS_QUICK: &[&str] = &[
+    "--scale",
+    "0.01",
+    "--round-time",
+    "20ms",
+    "--max-rounds",
+    "5",
+];
+
 /// `vsl attach` options of the smallest card: 24 erase units.
 pub const TINY_CARD: &[&str] = &[
     "--device",
