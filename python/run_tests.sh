@@ -17,7 +17,8 @@ python3 -m venv "$work/venv"
 if ! "$work/venv/bin/pip" install --quiet "ray>=2.9"; then
   echo "*** python tests: Ray could not be installed: the Ray tests will be SKIPPED ***" >&2
 fi
-# The vsl binary for the `vsl sweep --engine ray` test (built by the cargo tests).
-export VSL_BIN="${VSL_BIN:-$repo/target/release/vsl}"
+# The vsl binary for the `vsl sweep --engine ray` test (built by the cargo
+# tests, in CARGO_TARGET_DIR when that is set).
+export VSL_BIN="${VSL_BIN:-${CARGO_TARGET_DIR:-$repo/target}/release/vsl}"
 cd "$work"
 "$work/venv/bin/python" -m pytest -q -rs "$repo/python/tests"

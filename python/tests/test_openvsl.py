@@ -167,8 +167,9 @@ def test_unreachable_ray_address_is_one_line(tmp_path):
 def _vsl_or_skip():
     vsl = os.environ.get("VSL_BIN")
     if not vsl or not os.path.exists(vsl):
-        print("\n*** SKIPPED: VSL_BIN is not set (python/run_tests.sh sets it) ***", file=sys.stderr)
-        pytest.skip("VSL_BIN is not set")
+        why = f"VSL_BIN={vsl} is not a file" if vsl else "VSL_BIN is not set"
+        print(f"\n*** SKIPPED: {why} (python/run_tests.sh sets it to the cargo tests' vsl) ***", file=sys.stderr)
+        pytest.skip(why)
     return vsl
 
 
