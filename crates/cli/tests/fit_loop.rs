@@ -12,7 +12,7 @@
 //! and not hp: at hp the hidden card's model gives 39.9 K IOPS at this
 //! scale, near what the FUSE and loop path serves on a 2-core machine
 //! (45-55 K when quiet), and a loaded CI machine delivered 82 % of it
-//! (stop 53: predicted 42.2 K against 32.8 K measured, +29 %). At 20 % the
+//! (CI, 2026-11-28: predicted 42.2 K against 32.8 K measured, +29 %). At 20 % the
 //! model gives 30.8 K.
 
 mod common;
