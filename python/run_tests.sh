@@ -20,5 +20,8 @@ fi
 # The vsl binary for the `vsl sweep --engine ray` test (built by the cargo
 # tests, in CARGO_TARGET_DIR when that is set).
 export VSL_BIN="${VSL_BIN:-${CARGO_TARGET_DIR:-$repo/target}/release/vsl}"
+# pytest's and Ray's scratch in the work directory too, removed on exit
+# (their defaults, /tmp/pytest-of-USER and /tmp/ray, stay behind).
+export RAY_TMPDIR="$work/ray"
 cd "$work"
-"$work/venv/bin/python" -m pytest -q -rs "$repo/python/tests"
+"$work/venv/bin/python" -m pytest -q -rs -p no:cacheprovider --basetemp "$work/pytest" "$repo/python/tests"
