@@ -578,6 +578,11 @@ pub fn fit(a: FitArgs) -> Result<()> {
         } else {
             None
         };
+        let of_rounds = if rounds > 1 {
+            format!(", round {round}/{rounds}")
+        } else {
+            String::new()
+        };
         for j in 0..figures.len() {
             // A figure the free parameters never moved (the same value at
             // every point evaluated so far) changes the objective by a
@@ -586,11 +591,6 @@ pub fn fit(a: FitArgs) -> Result<()> {
                 loo[j] = Some(fitted_model[j]);
                 continue;
             }
-            let of_rounds = if rounds > 1 {
-                format!(", round {round}/{rounds}")
-            } else {
-                String::new()
-            };
             bar.set_message(format!(
                 "leave-one-out {}/{}{of_rounds}",
                 j + 1,
