@@ -63,7 +63,8 @@ pub struct FitArgs {
     /// (stock, hp, improved-write, max-write, op=PCT, capacity=SIZE).
     #[arg(long, value_name = "FORMAT")]
     pub predict: Option<String>,
-    /// Nelder-Mead iterations.
+    /// Nelder-Mead iterations (0: no search; the base preset is evaluated
+    /// against the figures, and at --predict, as it is).
     #[arg(long, default_value_t = 30)]
     pub max_iters: u64,
     /// Stop the search once this many evaluations in a row have not lowered
@@ -530,16 +531,20 @@ pub fn fit(a: FitArgs) -> Result<()> {
     let x0: Vec<f64> = free.iter().map(|d| fit::normalise(d, base)).collect();
     let cost_before = ev.cost(&x0, &all);
     bar.set_message("search");
-    let (best, cost, search_end) = fit::nelder_mead(
-        &x0,
-        a.step,
-        a.seed,
-        a.max_iters,
-        a.patience,
-        a.progress,
-        &mut |x| ev.cost(x, &all),
-    )
-    .map_err(|e| anyhow!("search: {e}"))?;
+    let (best, cost, search_end) = if a.max_iters == 0 {
+        (x0.clone(), cost_before, fit::SearchEnd::None)
+    } else {
+        fit::nelder_mead(
+            &x0,
+            a.step,
+            a.seed,
+            a.max_iters,
+            a.patience,
+            a.progress,
+            &mut |x| ev.cost(x, &all),
+        )
+        .map_err(|e| anyhow!("search: {e}"))?
+    };
     let (best, cost) = if cost_before <= cost {
         (x0.clone(), cost_before)
     } else {
@@ -807,6 +812,7 @@ fn print_report(r: &Report, resumed: usize, evaluated: usize) {
         r.cost,
         match r.search_end {
             fit::SearchEnd::Converged => String::new(),
+            fit::SearchEnd::None => " (--max-iters 0: the base preset, no search)".into(),
             fit::SearchEnd::Stalled => format!(
                 " (the search stopped after {} evaluations without a {} % gain, --patience)",
                 r.patience,

@@ -213,6 +213,35 @@ fn fit_recovers_a_hidden_reserve_and_predicts_another_format() {
         assert!(f["within_tolerance"].as_bool().unwrap(), "{f}");
     }
 
+    // --max-iters 0 evaluates the base as it is: on the hidden card's own
+    // preset, the review's figure again (the same method, seed and runs).
+    let zero: Vec<String> = fit_args(&dir, &["--max-iters", "0"])
+        .into_iter()
+        .map(|a| match a.as_str() {
+            "iodrive-duo-640-mlc" => hidden.clone(),
+            _ if a.ends_with("fitted.toml") => a.replace("fitted.toml", "as-is.toml"),
+            _ if a.ends_with("report.json") => a.replace("report.json", "as-is.json"),
+            _ => a,
+        })
+        .collect();
+    let zero: Vec<&str> = zero.iter().map(String::as_str).collect();
+    let (code, out, err) = vsl(&zero);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("--max-iters 0: the base preset, no search"),
+        "{out}"
+    );
+    let as_is: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("as-is.json")).unwrap()).unwrap();
+    assert_eq!(as_is["search_end"], "none");
+    assert_eq!(as_is["parameters"][0]["fitted"].as_f64(), Some(0.18));
+    let model = as_is["figures"][0]["fitted"].as_f64().unwrap();
+    assert!(
+        (model / iops(&measured) - 1.0).abs() < 0.02,
+        "the hidden preset evaluated as it is: {model} against its review's {}",
+        iops(&measured)
+    );
+
     // Predict the card at the high-performance format (36 % over-provisioning), and measure it there.
     let f = fitted.to_str().unwrap();
     let predicted = iops(&review(&dir, &format!("{f}:hp"), "predicted"));

@@ -629,6 +629,8 @@ pub enum SearchEnd {
     /// `patience` objective calls in a row lowered the best cost by less
     /// than `progress` of it.
     Stalled,
+    /// No search (`vsl fit --max-iters 0`): the base preset evaluated.
+    None,
 }
 
 /// Nelder-Mead (argmin) over normalised coordinates, from `start` with an

@@ -125,6 +125,13 @@ impl Rig {
         }
     }
 
+    /// [`Rig::new`] under `base` (e.g. a tmpfs) instead of the temp dir.
+    pub fn new_in(name: &str, base: &Path) -> Rig {
+        Rig {
+            root: scratch_in(base, name),
+        }
+    }
+
     /// A long simulation in the background (4 h of virtual time, an
     /// interval every 2 s), publishing its intervals.
     pub fn background_run(&self) -> Proc {
@@ -190,9 +197,13 @@ impl Drop for Rig {
 /// gone: a test that fails keeps its files, and a passing one may not
 /// clean up) are removed first, so scratch does not pile up across runs.
 pub fn scratch(name: &str) -> PathBuf {
-    let tmp = std::env::temp_dir();
+    scratch_in(&std::env::temp_dir(), name)
+}
+
+/// [`scratch`] under `tmp` instead of the temp dir.
+pub fn scratch_in(tmp: &Path, name: &str) -> PathBuf {
     let prefix = format!("vsl-{name}-");
-    if let Ok(entries) = std::fs::read_dir(&tmp) {
+    if let Ok(entries) = std::fs::read_dir(tmp) {
         for e in entries.flatten() {
             let file = e.file_name();
             let Some(pid) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
