@@ -264,6 +264,9 @@ impl Store {
     }
 }
 
+/// How long [`lock_store`] waits for a lock whose recorded holder is gone.
+const LOCK_RELEASE: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub(crate) fn lock_store(dir: &Path) -> Result<File, StoreError> {
     let path = dir.join("lock");
     let mut f = OpenOptions::new()
@@ -273,14 +276,29 @@ pub(crate) fn lock_store(dir: &Path) -> Result<File, StoreError> {
         .truncate(false)
         .open(&path)
         .map_err(io_err(&path))?;
-    // SAFETY: flock on a valid, owned descriptor.
-    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
+    // The lock can outlast the daemon that held it by a moment: CI saw a
+    // re-attach refused right after `vsl detach` had waited for every
+    // thread of the daemon to end (2026-11-28; the kernel releases some of
+    // an exiting process's files in its own workers, io_uring's teardown
+    // among them). While the recorded holder is not alive, wait for the
+    // lock a little rather than call the store attached.
+    let deadline = std::time::Instant::now() + LOCK_RELEASE;
+    loop {
+        // SAFETY: flock on a valid, owned descriptor.
+        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc == 0 {
+            break;
+        }
         let pid = std::fs::read_to_string(&path).unwrap_or_default();
-        return Err(StoreError::Busy {
-            path: dir.to_path_buf(),
-            pid: pid.trim().to_string(),
-        });
+        let pid = pid.trim();
+        let gone = pid.parse::<u32>().is_ok_and(|p| !rundir::pid_alive(p));
+        if !gone || std::time::Instant::now() >= deadline {
+            return Err(StoreError::Busy {
+                path: dir.to_path_buf(),
+                pid: pid.to_string(),
+            });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
     f.set_len(0).map_err(io_err(&path))?;
     writeln!(f, "{}", std::process::id()).map_err(io_err(&path))?;
@@ -1169,6 +1187,34 @@ mod tests {
         let d = std::env::temp_dir().join(format!("openvsl-store-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         d
+    }
+
+    /// A lock still held after its recorded holder is gone is waited for;
+    /// one held by a live holder is refused at once.
+    #[test]
+    fn a_lock_left_by_a_gone_holder_is_waited_for() {
+        let dir = tmpdir("lockwait");
+        std::fs::create_dir_all(&dir).unwrap();
+        let first = lock_store(&dir).unwrap();
+        // Held by a live process (this one): busy at once.
+        let t = std::time::Instant::now();
+        assert!(matches!(lock_store(&dir), Err(StoreError::Busy { .. })));
+        assert!(t.elapsed() < LOCK_RELEASE);
+        // The recorded holder gone (a reaped child's pid), the lock freed
+        // a moment later: taken.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        std::fs::write(dir.join("lock"), format!("{dead}\n")).unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            drop(first);
+        });
+        let second = lock_store(&dir);
+        release.join().unwrap();
+        assert!(second.is_ok(), "{:?}", second.err());
+        drop(second);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
