@@ -341,7 +341,9 @@ fn file_target_is_purged_by_punch_hole() {
     ]);
     let err = String::from_utf8_lossy(&o.stderr);
     if err.contains("O_DIRECT") {
-        eprintln!("\n!!!!! SKIPPED file_target_is_purged_by_punch_hole: {err} !!!!!\n");
+        common::loud(&format!(
+            "\n!!!!! SKIPPED file_target_is_purged_by_punch_hole: {err} !!!!!\n"
+        ));
         return;
     }
     assert!(o.status.success(), "{err}");
@@ -398,7 +400,7 @@ fn loop_device(dir: &Path, test: &str) -> Option<String> {
         None
     };
     if let Some(why) = why {
-        eprintln!("\n!!!!! SKIPPED {test}: {why} !!!!!\n");
+        common::loud(&format!("\n!!!!! SKIPPED {test}: {why} !!!!!\n"));
         return None;
     }
     std::fs::create_dir_all(dir).unwrap();
@@ -411,10 +413,10 @@ fn loop_device(dir: &Path, test: &str) -> Option<String> {
         .output()
         .unwrap();
     if !o.status.success() {
-        eprintln!(
+        common::loud(&format!(
             "\n!!!!! SKIPPED {test}: losetup failed: {} !!!!!\n",
             String::from_utf8_lossy(&o.stderr)
-        );
+        ));
         return None;
     }
     Some(String::from_utf8_lossy(&o.stdout).trim().to_string())
@@ -462,7 +464,7 @@ fn purge_refuses_a_mounted_device_and_asks_off_a_terminal() {
         );
         let _ = Command::new("umount").arg(&mnt).status();
     } else {
-        eprintln!("\n!!!!! SKIPPED the mounted case: mkfs.ext4 or mount failed !!!!!\n");
+        common::loud("\n!!!!! SKIPPED the mounted case: mkfs.ext4 or mount failed !!!!!\n");
     }
     let _ = Command::new("losetup").args(["-d", &dev]).status();
     let _ = std::fs::remove_dir_all(&dir);
@@ -480,7 +482,9 @@ fn real_4k_sector_device_refuses_512_byte_blocks_before_any_io() {
         .output()
         .is_ok_and(|o| o.stdout == b"0\n");
     if !root || !Path::new("/dev/loop-control").exists() || !have("losetup") {
-        eprintln!("\n!!!!! SKIPPED {test}: not root, or no loop devices or losetup !!!!!\n");
+        common::loud(&format!(
+            "\n!!!!! SKIPPED {test}: not root, or no loop devices or losetup !!!!!\n"
+        ));
         return;
     }
     std::fs::create_dir_all(&dir).unwrap();
@@ -494,10 +498,10 @@ fn real_4k_sector_device_refuses_512_byte_blocks_before_any_io() {
         .output()
         .unwrap();
     if !o.status.success() {
-        eprintln!(
+        common::loud(&format!(
             "\n!!!!! SKIPPED {test}: losetup --sector-size 4096 failed: {} !!!!!\n",
             String::from_utf8_lossy(&o.stderr).trim()
-        );
+        ));
         return;
     }
     let dev = String::from_utf8_lossy(&o.stdout).trim().to_string();
@@ -573,7 +577,9 @@ fn all_tests_on_a_real_file_record_their_purge_and_set_up() {
     ]);
     let err = String::from_utf8_lossy(&o.stderr);
     if err.contains("O_DIRECT") {
-        eprintln!("\n!!!!! SKIPPED all_tests_on_a_real_file: {err} !!!!!\n");
+        common::loud(&format!(
+            "\n!!!!! SKIPPED all_tests_on_a_real_file: {err} !!!!!\n"
+        ));
         return;
     }
     assert!(o.status.success(), "{err}");

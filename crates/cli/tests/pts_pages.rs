@@ -59,7 +59,7 @@ fn pdf_pages_are_printed_with_their_title_and_landscape_a4() {
         .iter()
         .any(|c| have(c, "--version"))
     {
-        eprintln!("\n!!!!! SKIPPED pdf_pages_are_printed: no chromium on PATH (scripts/setup.sh installs it) !!!!!\n");
+        common::loud("\n!!!!! SKIPPED pdf_pages_are_printed: no chromium on PATH (scripts/setup.sh installs it) !!!!!\n");
         return;
     }
     let dir = scratch("pdf");
@@ -80,7 +80,7 @@ fn pdf_pages_are_printed_with_their_title_and_landscape_a4() {
     assert!(left.is_empty(), "vsl pts --pdf left {left:?} in TMPDIR");
     let poppler = have("pdfinfo", "-v") && have("pdftotext", "-v");
     if !poppler {
-        eprintln!("\n!!!!! SKIPPED the page-count and text checks: pdfinfo/pdftotext (poppler-utils) not installed; scripts/setup.sh installs them !!!!!\n");
+        common::loud("\n!!!!! SKIPPED the page-count and text checks: pdfinfo/pdftotext (poppler-utils) not installed; scripts/setup.sh installs them !!!!!\n");
     }
     for (test, title) in TITLES {
         let pdf = out.join(format!("{test}.pdf"));

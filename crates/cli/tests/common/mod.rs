@@ -29,6 +29,14 @@ pub const TINY_CARD: &[&str] = &[
     "0.001",
 ];
 
+/// Writes straight to the process's standard error, past the test
+/// harness's capture (which keeps `eprintln!` of a passing test out of the
+/// log), so CI's log shows a skip even when the test passes.
+pub fn loud(text: &str) {
+    // SAFETY: writes a valid buffer to descriptor 2.
+    unsafe { libc::write(2, text.as_ptr().cast(), text.len()) };
+}
+
 /// Prints the loud skip line and returns true when `test` cannot run here.
 pub fn skip(test: &str, tools: &[&str]) -> bool {
     let root = Command::new("id")
@@ -46,7 +54,7 @@ pub fn skip(test: &str, tools: &[&str]) -> bool {
             .map(|t| format!("{t} is not installed (scripts/setup.sh installs it)"))
     };
     if let Some(why) = &why {
-        eprintln!("\n!!!!! SKIPPED {test}: {why} !!!!!\n");
+        loud(&format!("\n!!!!! SKIPPED {test}: {why} !!!!!\n"));
         println!("SKIPPED {test}: {why}");
     }
     why.is_some()
