@@ -2,8 +2,8 @@
 //! (as the issue asks): attach a card from a preset file the lab is not
 //! told (the 640 MLC with 18 % reserved instead of the shipped 13 %),
 //! measure its loop device with `vsl review --target blockdev:`, `vsl fit`
-//! the reserve from that review alone, predict the card at 20 %
-//! over-provisioning, `vsl format` the card to it and measure again.
+//! the reserve from that review alone, predict the card formatted to
+//! another capacity, `vsl format` the card to it and measure again.
 //! Wall-time measurements on a shared machine: the tolerance is wide
 //! (25 %) and the figures are printed; the larger run, with 8K 70/30 too,
 //! is `bench/fit_loop.sh`.
@@ -20,7 +20,7 @@
 //! since on this machine's disk page-cache writeback throttled the
 //! attached card (20 % iowait, 28.8 K against 33.1 K IOPS at 20 %
 //! over-provisioning). CI on 2026-11-28 measured 25.3-27.2 K at 20 %
-//! over-provisioning with the store on disk, against 35.2 K predicted.
+//! over-provisioning with the store on disk, against 34.5 K predicted.
 
 mod common;
 use common::{set_field, skip, Rig};
