@@ -1,36 +1,67 @@
 #!/usr/bin/env bash
 # The black-box loop of issue 29 at a larger scale (the CI test,
-# crates/cli/tests/fit_loop.rs, runs it at scale 0.02): attach a card from
-# a preset file the lab is not told, review its loop device at stock, fit
-# the preset from that review alone, predict 4K random write and 8K 70/30 at
-# another over-provisioning, format the card there and review it again.
-#   bench/fit_loop.sh [SCALE] [OP]     (defaults 0.03, 20%)
-# Needs root, /dev/fuse and loop devices. Prints predicted vs measured, and
-# the hidden card's own model in virtual time beside each measurement: a
-# measurement under 80 % of it is marked HOST-LIMITED (the FUSE and loop
-# path of this machine, not the card, set the rate; on this 2-core VM that
-# is about 45-55 K IOPS at 4 KiB, which a 30 % over-provisioned card at
-# 16T/16Q exceeds; hence the default 20 %). WORK=DIR puts the work
-# directory, and with it the attached card's store, under DIR (default
-# /tmp; e.g. /dev/shm to take this machine's disk out of the loop: at
-# 0.03 the store is 12 GB, and on this VM's disk its writeback held the
-# attached card's 4K writes to 0.86 of its model, 0.96 in RAM; the work
-# directory is left for reading, so remove it after).
+# crates/cli/tests/fit_loop.rs, runs it at scale 0.02 with 4K random write
+# only): attach a card from a preset file the lab is not told, review its
+# loop device at stock (4K random write and 8K 70/30), fit the preset from
+# that review alone, predict both at a second format, format the card
+# there and review it again.
+#   bench/fit_loop.sh [SCALE] [SECOND]     (defaults 0.03, capacity=290G)
+# SECOND is capacity=SIZE (per ioDimm, in full-card terms, as `vsl format
+# --capacity`; G is GiB, as in fio: 290G is 311 GB against stock's 320 GB)
+# or op=PCT (`--overprovision`). A capacity tests the fit: what it leaves
+# spare follows the reserve the fit recovers. An over-provisioning share
+# does not (it is a share of the NAND the reserve leaves, so the model at
+# op=20 % is flat in the reserve): the runs before 2026-11-29, at op=20 %,
+# showed the lab and the model, not the fit. FREE=LIST sets the fit's free
+# parameters (default vsl.reserved_fraction,vsl.gc_share; the hidden card
+# has reserve 0.18 and groomer share 0.35 against the shipped 0.13 and
+# 0.65).
+# Needs root, /dev/fuse and loop devices. Beside each measurement it prints
+# the hidden card's own model by the fit's method (`vsl fit --device
+# hidden.toml --max-iters 0`: the review's rounds and windows in virtual
+# time) and marks a measurement under 80 % of it HOST-LIMITED (the FUSE and
+# loop path of this machine, not the card, set the rate). The work
+# directory, with the attached card's store (12 GB at 0.03), goes to
+# /dev/shm when that has 16 GiB free (on this VM's disk, page-cache
+# writeback held the attached card's 4K writes to 0.86 of its model, 0.96
+# in RAM), else to /tmp; WORK=DIR chooses. It is removed at the end unless
+# KEEP=1.
 set -euo pipefail
 SCALE=${1:-0.03}
-OP=${2:-20%}
+SECOND=${2:-capacity=290G}
+FREE=${FREE:-vsl.reserved_fraction,vsl.gc_share}
 VSL=${VSL:-target/release/vsl}
-W=$(mktemp -d "${WORK:-/tmp}/fit_loop.XXXXXX")
+case $SECOND in
+  capacity=?*) FMT=(--capacity "${SECOND#capacity=}") ;;
+  op=?*) FMT=(--overprovision "${SECOND#op=}") ;;
+  *) echo "fit_loop.sh: the second format must be capacity=SIZE or op=PCT, not '$SECOND'" >&2; exit 2 ;;
+esac
+[ -x "$VSL" ] || { echo "fit_loop.sh: $VSL not found (cargo build --release, or VSL=PATH)" >&2; exit 2; }
+if [ -z "${WORK:-}" ]; then
+  if [ "$(df --output=avail -B1 /dev/shm 2>/dev/null | tail -1)" -ge $((16 << 30)) ] 2>/dev/null; then
+    WORK=/dev/shm
+  else
+    WORK=/tmp
+    echo "# /dev/shm has under 16 GiB free: the store goes to /tmp, where writeback may hold the attached card back"
+  fi
+fi
+W=$(mktemp -d "$WORK/fit_loop.XXXXXX")
 export OPENVSL_RUN_DIR=$W/run OPENVSL_STATE_DIR=$W/state
-trap '$VSL detach --all >/dev/null 2>&1 || true' EXIT
-echo "# $(date -u +%FT%TZ) scale $SCALE op $OP; load: $(uptime)"
+cleanup() {
+  $VSL detach --all >/dev/null 2>&1 || true
+  if [ "${KEEP:-0}" = 1 ]; then echo "work dir kept: $W"; else rm -rf "$W"; fi
+}
+trap cleanup EXIT
+echo "# $(date -u +%FT%TZ) scale $SCALE second format $SECOND free $FREE work $W; load: $(uptime)"
 $VSL devices --show iodrive-duo-640-mlc |
   sed -e 's/^reserved_fraction = .*/reserved_fraction = 0.18/' \
       -e 's/^gc_share = .*/gc_share = 0.35/' >"$W/hidden.toml"
 grep -q '^reserved_fraction = 0.18$' "$W/hidden.toml"
+grep -q '^gc_share = 0.35$' "$W/hidden.toml"
 # Measurement windows of 30 s: with 10 s (the CI test's) at scale 0.03 the
 # review's figures came out 0.88-1.14 of the hidden card's own model, the
-# stock card's stop-and-go cycles landing in the window or not.
+# stock card's stop-and-go cycles landing in the window or not. The fit
+# models the same rounds, windows and preconditioning cap.
 cat >"$W/plan.toml" <<PLAN
 profiles = ["4k-randwrite", "8k-7030"]
 matrix_threads = [16]
@@ -42,45 +73,51 @@ standard = false
 sysbench = false
 ioanalyzer = false
 PLAN
+fit() { # fit DEVICE ITERS NAME
+  $VSL fit "$W/stock/lab_results.json" --device "$1" --member 0 --scale "$SCALE" \
+    --free "$FREE" --max-iters "$2" --round 5s --window 30s --max-precondition 600s \
+    --predict "$SECOND" --out "$W/$3.toml" --json "$W/$3.json" -q
+}
+t0=$SECONDS
 dev=$($VSL attach --store "$W/store" --device "$W/hidden.toml" --member 0 --scale "$SCALE" | cut -f1)
+echo "# stock review of $dev"
 $VSL review --target "blockdev:$dev" --plan "$W/plan.toml" --out "$W/stock" -q
-$VSL fit "$W/stock/lab_results.json" --device iodrive-duo-640-mlc --member 0 --scale "$SCALE" \
-  --free vsl.reserved_fraction,vsl.gc_share --predict "op=$OP" \
-  --out "$W/fitted.toml" --json "$W/fit.json"
+echo "# the fit, from the stock review alone ($((SECONDS - t0)) s)"
+fit iodrive-duo-640-mlc 30 fitted
+echo "# the hidden card's own model by the fit's method"
+fit "$W/hidden.toml" 0 truth
 $VSL detach --all
-$VSL format "$W/store" --overprovision "$OP" -y
+$VSL format "$W/store" "${FMT[@]}" -y
 dev=$($VSL attach --store "$W/store" | cut -f1)
-$VSL review --target "blockdev:$dev" --plan "$W/plan.toml" --out "$W/op" -q
+echo "# review at $SECOND of $dev ($((SECONDS - t0)) s)"
+$VSL review --target "blockdev:$dev" --plan "$W/plan.toml" --out "$W/second" -q
 $VSL detach --all
-# The hidden card's own model in virtual time, at both formats: what the
-# attached card should have delivered had the host kept up.
-for fmt in stock op; do
-  case $fmt in stock) f=(--format stock) ;; op) f=(--overprovision "$OP") ;; esac
-  for prof in 4k-randwrite 8k-7030; do
-    $VSL run --device "$W/hidden.toml" --member 0 --scale "$SCALE" "${f[@]}" --precondition \
-      --warmup 300s --duration 60s --profile "$prof" -q --json "$W/model-$fmt-$prof.json" >/dev/null
-  done
-done
-python3 - "$W" <<'PY'
+python3 - "$W" "$SECOND" <<'PY'
 import json, sys
-w = sys.argv[1]
-for fmt in ("stock", "op"):
-    res = json.load(open(f"{w}/{fmt}/lab_results.json"))["targets"][0]
+w, second = sys.argv[1], sys.argv[2]
+fit, truth = (json.load(open(f"{w}/{n}.json")) for n in ("fitted", "truth"))
+def by_name(rows, key):
+    return {r["figure"]: r[key] for r in rows}
+def find(table, prof, stat):
+    names = [k for k in table if k.startswith(prof + " ") and k.endswith(" " + stat)]
+    if len(names) != 1:
+        sys.exit(f"fit_loop.sh: no single figure '{prof} … {stat}' in the fit report: {sorted(table)}")
+    return table[names[0]]
+model = {"stock": by_name(truth["figures"], "fitted"), second: by_name(truth["predictions"], "predicted")}
+pred = by_name(fit["predictions"], "predicted")
+print(f"{'format':<16} {'profile':<14} {'statistic':<12} {'measured':>10} {'hidden model':>13} {'ratio':>6} {'predicted':>10} {'error':>8}")
+for fmt, d in (("stock", "stock"), (second, "second")):
+    res = json.load(open(f"{w}/{d}/lab_results.json"))["targets"][0]
     for prof in res["profiles"]:
-        v = prof["matrix"][0]["stats"]["iops"]
-        m = json.load(open(f"{w}/model-{fmt}-{prof['profile']}.json"))["summary"]["iops"]
-        flag = "  HOST-LIMITED: the attached card fell short of its own model" if v < 0.8 * m else ""
-        print(f"{fmt:<5} {prof['profile']:<14} measured {v:10.1f} IOPS, the hidden card's model {m:10.1f} ({v / m:.2f}){flag}")
-fit = json.load(open(f"{w}/fit.json"))
-op = json.load(open(f"{w}/op/lab_results.json"))["targets"][0]
-pred = {p["figure"]: p["predicted"] for p in fit["predictions"]}
-for prof in op["profiles"]:
-    m = prof["matrix"][0]
-    for stat, key in (("iops", "iops"), ("mean_lat_us", "lat_avg_us")):
-        name = [k for k in pred if k.startswith(prof["profile"] + " ") and k.endswith(" " + stat)][0]
-        p, v = pred[name], m["stats"][key]
-        print(f"{prof['profile']:<14} {stat:<12} predicted {p:10.1f} measured {v:10.1f} ({(p / v - 1) * 100:+.1f} %)")
+        st = prof["matrix"][0]["stats"]
+        for stat, key in (("iops", "iops"), ("mean_lat_us", "lat_avg_us")):
+            v, m = st[key], find(model[fmt], prof["profile"], stat)
+            r = v / m
+            flag = "  HOST-LIMITED" if stat == "iops" and r < 0.8 else ""
+            p = f"{find(pred, prof['profile'], stat):10.1f} {(find(pred, prof['profile'], stat) / v - 1) * 100:+7.1f}%" if fmt != "stock" else ""
+            print(f"{fmt:<16} {prof['profile']:<14} {stat:<12} {v:10.1f} {m:13.1f} {r:6.2f} {p}{flag}")
 for q in fit["parameters"]:
-    print(f"{q['name']:<24} fitted {q['fitted']:.4f} (hidden: reserved_fraction 0.18, gc_share 0.35) bound {q['at_bound']}")
+    print(f"fitted {q['name']:<24} {q['fitted']:.4f} at bound: {q['at_bound']}")
+print("hidden: reserved_fraction 0.18, gc_share 0.35")
 PY
-echo "work dir: $W"
+echo "# done in $((SECONDS - t0)) s"

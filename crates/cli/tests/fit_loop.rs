@@ -8,14 +8,15 @@
 //! (25 %) and the figures are printed; the larger run, with 8K 70/30 too,
 //! is `bench/fit_loop.sh`.
 //!
-//! The second format is a capacity, 290 GB per ioDimm (stock 320 GB):
+//! The second format is a capacity, 290 GiB per ioDimm (311 GB; `G` is
+//! binary in sizes, as in fio; stock is 320 GB):
 //! what a fixed capacity leaves spare depends on the reserve, the
 //! parameter the fit recovers, so the prediction tests the fit. (An
 //! over-provisioning share of the usable NAND does not: the hidden card's
 //! model at 20 % gives 35.2 K IOPS at reserve 0.18 and 34.5 K at 0.1954.)
 //! At this scale the hidden card's model (the review's method: a few
 //! rounds of preconditioning, a 10 s window) gives 17.3 K IOPS at stock
-//! and 22.5 K at 290 GB, well under what the FUSE and loop path serves on
+//! and 22.5 K at 290 GiB, well under what the FUSE and loop path serves on
 //! two cores; the card's store is in RAM (/dev/shm) when there is room,
 //! since on this machine's disk page-cache writeback throttled the
 //! attached card (20 % iowait, 28.8 K against 33.1 K IOPS at 20 %
