@@ -286,9 +286,7 @@ fn job_file_json_carries_its_options() {
 fn key_set_matches_fio_on_a_real_file() {
     let has_fio = Command::new("fio").arg("--version").output().is_ok();
     if !has_fio {
-        eprintln!(
-            "\n!!!!! SKIPPED key_set_matches_fio_on_a_real_file: fio is not installed !!!!!\n"
-        );
+        common::skipped("key_set_matches_fio_on_a_real_file", "fio is not installed");
         println!("SKIPPED key_set_matches_fio_on_a_real_file: fio is not installed");
         return;
     }

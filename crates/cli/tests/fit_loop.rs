@@ -162,9 +162,7 @@ fn host_limited(format: &str, measured: f64, model: f64) -> bool {
         measured / model * 100.0,
         std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
     );
-    common::loud(&format!(
-        "\n!!!!! SKIPPED black_box_loop_on_an_attached_card: {why} !!!!!\n"
-    ));
+    common::skipped("black_box_loop_on_an_attached_card", &why);
     println!("SKIPPED black_box_loop_on_an_attached_card: {why}");
     true
 }

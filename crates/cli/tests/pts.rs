@@ -341,9 +341,7 @@ fn file_target_is_purged_by_punch_hole() {
     ]);
     let err = String::from_utf8_lossy(&o.stderr);
     if err.contains("O_DIRECT") {
-        common::loud(&format!(
-            "\n!!!!! SKIPPED file_target_is_purged_by_punch_hole: {err} !!!!!\n"
-        ));
+        common::skipped("file_target_is_purged_by_punch_hole", &err);
         return;
     }
     assert!(o.status.success(), "{err}");
@@ -400,7 +398,7 @@ fn loop_device(dir: &Path, test: &str) -> Option<String> {
         None
     };
     if let Some(why) = why {
-        common::loud(&format!("\n!!!!! SKIPPED {test}: {why} !!!!!\n"));
+        common::skipped(test, why);
         return None;
     }
     std::fs::create_dir_all(dir).unwrap();
@@ -413,10 +411,10 @@ fn loop_device(dir: &Path, test: &str) -> Option<String> {
         .output()
         .unwrap();
     if !o.status.success() {
-        common::loud(&format!(
-            "\n!!!!! SKIPPED {test}: losetup failed: {} !!!!!\n",
-            String::from_utf8_lossy(&o.stderr)
-        ));
+        common::skipped(
+            test,
+            &format!("losetup failed: {}", String::from_utf8_lossy(&o.stderr)),
+        );
         return None;
     }
     Some(String::from_utf8_lossy(&o.stdout).trim().to_string())
@@ -464,7 +462,7 @@ fn purge_refuses_a_mounted_device_and_asks_off_a_terminal() {
         );
         let _ = Command::new("umount").arg(&mnt).status();
     } else {
-        common::loud("\n!!!!! SKIPPED the mounted case: mkfs.ext4 or mount failed !!!!!\n");
+        common::skipped("the mounted case", "mkfs.ext4 or mount failed");
     }
     let _ = Command::new("losetup").args(["-d", &dev]).status();
     let _ = std::fs::remove_dir_all(&dir);
@@ -482,9 +480,7 @@ fn real_4k_sector_device_refuses_512_byte_blocks_before_any_io() {
         .output()
         .is_ok_and(|o| o.stdout == b"0\n");
     if !root || !Path::new("/dev/loop-control").exists() || !have("losetup") {
-        common::loud(&format!(
-            "\n!!!!! SKIPPED {test}: not root, or no loop devices or losetup !!!!!\n"
-        ));
+        common::skipped(test, "not root, or no loop devices or losetup");
         return;
     }
     std::fs::create_dir_all(&dir).unwrap();
@@ -498,10 +494,13 @@ fn real_4k_sector_device_refuses_512_byte_blocks_before_any_io() {
         .output()
         .unwrap();
     if !o.status.success() {
-        common::loud(&format!(
-            "\n!!!!! SKIPPED {test}: losetup --sector-size 4096 failed: {} !!!!!\n",
-            String::from_utf8_lossy(&o.stderr).trim()
-        ));
+        common::skipped(
+            test,
+            &format!(
+                "losetup --sector-size 4096 failed: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+        );
         return;
     }
     let dev = String::from_utf8_lossy(&o.stdout).trim().to_string();
@@ -577,9 +576,7 @@ fn all_tests_on_a_real_file_record_their_purge_and_set_up() {
     ]);
     let err = String::from_utf8_lossy(&o.stderr);
     if err.contains("O_DIRECT") {
-        common::loud(&format!(
-            "\n!!!!! SKIPPED all_tests_on_a_real_file: {err} !!!!!\n"
-        ));
+        common::skipped("all_tests_on_a_real_file", &err);
         return;
     }
     assert!(o.status.success(), "{err}");

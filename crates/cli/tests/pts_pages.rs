@@ -59,7 +59,10 @@ fn pdf_pages_are_printed_with_their_title_and_landscape_a4() {
         .iter()
         .any(|c| have(c, "--version"))
     {
-        common::loud("\n!!!!! SKIPPED pdf_pages_are_printed: no chromium on PATH (scripts/setup.sh installs it) !!!!!\n");
+        common::skipped(
+            "pdf_pages_are_printed",
+            "no chromium on PATH (scripts/setup.sh installs it)",
+        );
         return;
     }
     let dir = scratch("pdf");
@@ -80,7 +83,10 @@ fn pdf_pages_are_printed_with_their_title_and_landscape_a4() {
     assert!(left.is_empty(), "vsl pts --pdf left {left:?} in TMPDIR");
     let poppler = have("pdfinfo", "-v") && have("pdftotext", "-v");
     if !poppler {
-        common::loud("\n!!!!! SKIPPED the page-count and text checks: pdfinfo/pdftotext (poppler-utils) not installed; scripts/setup.sh installs them !!!!!\n");
+        common::skipped(
+            "the page-count and text checks",
+            "pdfinfo/pdftotext (poppler-utils) not installed; scripts/setup.sh installs them",
+        );
     }
     for (test, title) in TITLES {
         let pdf = out.join(format!("{test}.pdf"));

@@ -37,6 +37,11 @@ pub fn loud(text: &str) {
     unsafe { libc::write(2, text.as_ptr().cast(), text.len()) };
 }
 
+/// The loud line of a skipped test (or part of one), past the capture.
+pub fn skipped(test: &str, why: &str) {
+    loud(&format!("\n!!!!! SKIPPED {test}: {why} !!!!!\n"));
+}
+
 /// Prints the loud skip line and returns true when `test` cannot run here.
 pub fn skip(test: &str, tools: &[&str]) -> bool {
     let root = Command::new("id")
@@ -54,7 +59,7 @@ pub fn skip(test: &str, tools: &[&str]) -> bool {
             .map(|t| format!("{t} is not installed (scripts/setup.sh installs it)"))
     };
     if let Some(why) = &why {
-        loud(&format!("\n!!!!! SKIPPED {test}: {why} !!!!!\n"));
+        skipped(test, why);
         println!("SKIPPED {test}: {why}");
     }
     why.is_some()
