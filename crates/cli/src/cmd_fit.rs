@@ -116,6 +116,16 @@ pub struct FitArgs {
     /// (SCALE / --scale times), so it reaches the same steady state.
     #[arg(long, value_name = "SCALE")]
     pub confirm: Option<String>,
+    /// After the search, evaluate the fitted point with each free parameter
+    /// moved across its range, the others as fitted (its bounds and the
+    /// quarters between: up to five evaluations per parameter). Where the
+    /// cost rises by less than the objective's noise (1, one figure off by
+    /// its tolerance, or --progress of the best cost if that is more), the
+    /// figures do not tell that point from the fit: the parameter is not
+    /// pinned there. With --predict, each prediction is also made at those
+    /// points, and the report gives the range of predictions over them.
+    #[arg(long)]
+    pub sensitivity: bool,
     /// A review results.json input: the format the device was measured at.
     #[arg(long, default_value = "stock")]
     pub review_format: String,
@@ -174,6 +184,37 @@ struct ParamReport {
     fitted: f64,
     at_bound: Option<&'static str>,
     why: &'static str,
+    /// `--sensitivity`: the fitted point with this parameter moved across
+    /// its range.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    probes: Vec<Probe>,
+    /// `--sensitivity`: false when the cost rose by less than the noise at
+    /// some probe (the figures do not tell it from the fit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pinned: Option<bool>,
+    /// `--sensitivity`: the lowest and highest value among the fitted one
+    /// and the probes the figures do not tell from it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_told_apart: Option<[f64; 2]>,
+}
+
+/// `--sensitivity`: the fitted point with one free parameter moved.
+#[derive(Serialize, Clone)]
+struct Probe {
+    value: f64,
+    /// Every free parameter's value at the probe (the others as fitted).
+    at: Vec<f64>,
+    /// The objective there (1e9: the card failed to build or run).
+    cost: f64,
+    /// The card failed to build or run there (e.g. a reserve its raw
+    /// capacity cannot hold): pinned, as no card.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    failed: bool,
+    /// Its rise over the fitted point's cost.
+    rise: f64,
+    /// The rise is at least the noise: the figures tell this point from
+    /// the fit.
+    pinned: bool,
 }
 
 #[derive(Serialize)]
@@ -207,6 +248,14 @@ struct Report<'a> {
     /// `--loo-method surrogate`: the surface the refits searched.
     #[serde(skip_serializing_if = "Option::is_none")]
     loo_surface: Option<LooSurface>,
+    /// `--sensitivity`: the cost rise below which a probe is not told from
+    /// the fit (max(1, --progress × cost)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    noise: Option<f64>,
+    /// `--sensitivity`: how many evaluated points lay within 1 % of every
+    /// range of the fitted one, whose spread of costs is part of the noise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    noise_points: Option<usize>,
     /// `--confirm SCALE` and its wall time, seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     confirm_scale: Option<f64>,
@@ -228,6 +277,13 @@ struct LooSurface {
 struct Prediction {
     figure: String,
     predicted: f64,
+    /// `--sensitivity`: the lowest and highest prediction over the fitted
+    /// point and the probes the figures do not tell from it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spread: Option<[f64; 2]>,
+    /// Those probes, as `parameter=value`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    spread_from: Vec<String>,
 }
 
 /// First line of a checkpoint: what the points were evaluated for.
@@ -495,7 +551,12 @@ pub fn fit(a: FitArgs) -> Result<()> {
     } else {
         n + 1 + 2 * a.loo_iters.unwrap_or(a.max_iters)
     };
-    let estimate = (n + 1 + 2 * a.max_iters) + loo_searches * per_loo;
+    let probes = if a.sensitivity {
+        SENSITIVITY_AT.len() as u64 * n
+    } else {
+        0
+    };
+    let estimate = (n + 1 + 2 * a.max_iters) + loo_searches * per_loo + probes;
     let bar = if a.quiet {
         ProgressBar::hidden()
     } else {
@@ -629,6 +690,54 @@ pub fn fit(a: FitArgs) -> Result<()> {
             loo[j] = ev.model(&bj).map(|m| m[j]);
         }
     }
+    // After the refits, so that the surface they search is the same with
+    // or without the probes.
+    let mut probes: Vec<Vec<(Probe, Vec<f64>)>> = vec![Vec::new(); free.len()];
+    // The objective's noise as this fit saw it: how far apart the costs
+    // of the points evaluated around the fitted one (within 1 % of every
+    // range) lie. A nearby run's stalls fall differently, so a probe whose
+    // rise is within that spread is not told apart from the fit.
+    let near: Vec<f64> = ev
+        .points()
+        .into_iter()
+        .filter(|(x, _)| x.iter().zip(&best).all(|(a, b)| (a - b).abs() <= 0.01))
+        .map(|(_, m)| fit::cost(&figures, &m, &all))
+        .collect();
+    let spread_near = if near.len() >= 3 {
+        let lo = near.iter().copied().fold(f64::MAX, f64::min);
+        let hi = near.iter().copied().fold(f64::MIN, f64::max);
+        hi - lo
+    } else {
+        0.0
+    };
+    let noise = (1.0f64).max(a.progress * cost).max(spread_near);
+    if a.sensitivity {
+        for (i, d) in free.iter().enumerate() {
+            for xi in SENSITIVITY_AT {
+                if (best[i] - xi).abs() < 1e-9 {
+                    continue;
+                }
+                let value = fit::denormalise(d, xi);
+                bar.set_message(format!("sensitivity: {} at {value}", d.name));
+                let mut x = best.clone();
+                x[i] = xi;
+                let failed = ev.model(&x).is_none();
+                let c = ev.cost(&x, &all);
+                let rise = c - cost;
+                probes[i].push((
+                    Probe {
+                        value,
+                        at: ev.values(&x),
+                        cost: c,
+                        rise,
+                        failed,
+                        pinned: failed || rise >= noise,
+                    },
+                    x,
+                ));
+            }
+        }
+    }
     bar.finish_and_clear();
 
     let values = ev.values(&best);
@@ -677,7 +786,8 @@ pub fn fit(a: FitArgs) -> Result<()> {
         .zip(&best)
         .zip(&values)
         .zip(&x0)
-        .map(|(((d, &x), &v), &x0)| ParamReport {
+        .zip(&probes)
+        .map(|((((d, &x), &v), &x0), pr)| ParamReport {
             name: d.name,
             lo: d.lo,
             hi: d.hi,
@@ -691,6 +801,15 @@ pub fn fit(a: FitArgs) -> Result<()> {
                 None
             },
             why: d.why,
+            probes: pr.iter().map(|(p, _)| p.clone()).collect(),
+            pinned: a.sensitivity.then(|| pr.iter().all(|(p, _)| p.pinned)),
+            not_told_apart: a.sensitivity.then(|| {
+                pr.iter()
+                    .filter(|(p, _)| !p.pinned)
+                    .fold([v, v], |[lo, hi], (p, _)| {
+                        [lo.min(p.value), hi.max(p.value)]
+                    })
+            }),
         })
         .collect();
     let report = Report {
@@ -711,6 +830,8 @@ pub fn fit(a: FitArgs) -> Result<()> {
         loo_s: None,
         loo_method: a.loo.then(|| a.loo_method.clone()),
         loo_surface,
+        noise: a.sensitivity.then_some(noise),
+        noise_points: a.sensitivity.then_some(near.len()),
         confirm_scale: None,
         confirm_s: None,
     };
@@ -760,8 +881,27 @@ pub fn fit(a: FitArgs) -> Result<()> {
             .map(|(f, v)| Prediction {
                 figure: f.label(),
                 predicted: v,
+                spread: a.sensitivity.then_some([v, v]),
+                spread_from: Vec::new(),
             })
             .collect();
+        // The same predictions at every probe the figures do not tell from
+        // the fit.
+        for (d, pr) in free.iter().zip(&probes) {
+            for (p, x) in pr.iter().filter(|(p, _)| !p.pinned) {
+                let at = fit::apply(base, &free, &ev.values(x));
+                let at: &'static Preset = Box::leak(Box::new(at));
+                let m = fit::evaluate(at, &preds, &run)
+                    .map_err(|e| anyhow!("--predict at {}={}: {e}", d.name, p.value))?;
+                for (r, v) in report.predictions.iter_mut().zip(m) {
+                    if let Some(s) = r.spread.as_mut() {
+                        s[0] = s[0].min(v);
+                        s[1] = s[1].max(v);
+                    }
+                    r.spread_from.push(format!("{}={}", d.name, p.value));
+                }
+            }
+        }
     }
     if let Some(j) = &a.json {
         crate::output::write_json(j, &report)?;
@@ -771,6 +911,21 @@ pub fn fit(a: FitArgs) -> Result<()> {
     }
     Ok(())
 }
+
+/// A parameter's value for the report: whole above 100, else up to four
+/// decimals.
+fn num(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        let s = format!("{v:.4}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// `--sensitivity`: where each free parameter is probed, as a share of its
+/// range (the others as fitted).
+const SENSITIVITY_AT: [f64; 5] = [0.0, 0.25, 0.5, 0.75, 1.0];
 
 fn read_checkpoint(path: &Path, header: &Header) -> Result<HashMap<String, Option<Vec<f64>>>> {
     let mut cache = HashMap::new();
@@ -900,8 +1055,44 @@ fn print_report(r: &Report, resumed: usize, evaluated: usize) {
             p.at_bound.unwrap_or("-")
         );
     }
+    if let Some(noise) = r.noise {
+        println!(
+            "\nsensitivity: each parameter moved across its range, the others as fitted (a valley across the axes is not seen); the cost at the fit {:.3}; a rise below {noise:.3}, the noise (at least 1, or the spread of the costs of the {} points evaluated within 1 % of the fit), is a point the figures do not tell apart from it",
+            r.cost,
+            r.noise_points.unwrap_or(0)
+        );
+        for p in &r.parameters {
+            let span = match (p.pinned, p.not_told_apart) {
+                (Some(false), Some([lo, hi])) => {
+                    format!("NOT PINNED over {}-{}", num(lo), num(hi))
+                }
+                _ => "pinned".into(),
+            };
+            println!("  {:<24} {span}", p.name);
+            for q in &p.probes {
+                println!(
+                    "    {:>12}  {:>14}{}",
+                    num(q.value),
+                    if q.failed {
+                        "no card".to_string()
+                    } else {
+                        format!("{:+.3}", q.rise)
+                    },
+                    if q.pinned { "" } else { "  not told apart" },
+                );
+            }
+        }
+    }
     for p in &r.predictions {
-        println!("predicted: {:<44} {:>12.1}", p.figure, p.predicted);
+        match p.spread {
+            Some([lo, hi]) if !p.spread_from.is_empty() => println!(
+                "predicted: {:<44} {:>12.1}   {lo:.1}-{hi:.1} over the fit and {} points not told apart from it",
+                p.figure,
+                p.predicted,
+                p.spread_from.len()
+            ),
+            _ => println!("predicted: {:<44} {:>12.1}", p.figure, p.predicted),
+        }
     }
     println!("\nwrote {}", r.out);
 }
