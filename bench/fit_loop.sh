@@ -16,6 +16,10 @@
 # parameters (default vsl.reserved_fraction,vsl.gc_share; the hidden card
 # has reserve 0.18 and groomer share 0.35 against the shipped 0.13 and
 # 0.65).
+# The fit runs with --sensitivity: beside each prediction the summary gives
+# the band of predictions over the points the stock figures do not tell
+# apart from the fit, and whether the measurement at the second format
+# falls in it.
 # Needs root, /dev/fuse and loop devices. Beside each measurement it prints
 # the hidden card's own model by the fit's method (`vsl fit --device
 # hidden.toml --max-iters 0`: the review's rounds and windows in virtual
@@ -73,17 +77,19 @@ standard = false
 sysbench = false
 ioanalyzer = false
 PLAN
-fit() { # fit DEVICE ITERS NAME
+fit() { # fit DEVICE ITERS NAME [OPTION...]
   $VSL fit "$W/stock/lab_results.json" --device "$1" --member 0 --scale "$SCALE" \
     --free "$FREE" --max-iters "$2" --round 5s --window 30s --max-precondition 600s \
-    --predict "$SECOND" --out "$W/$3.toml" --json "$W/$3.json" -q
+    --predict "$SECOND" --out "$W/$3.toml" --json "$W/$3.json" -q "${@:4}"
 }
 t0=$SECONDS
 dev=$($VSL attach --store "$W/store" --device "$W/hidden.toml" --member 0 --scale "$SCALE" | cut -f1)
 echo "# stock review of $dev"
 $VSL review --target "blockdev:$dev" --plan "$W/plan.toml" --out "$W/stock" -q
 echo "# the fit, from the stock review alone ($((SECONDS - t0)) s)"
-fit iodrive-duo-640-mlc 30 fitted
+# --sensitivity: each free parameter across its range, and the predictions
+# over the points the stock figures do not tell apart from the fit.
+fit iodrive-duo-640-mlc 30 fitted --sensitivity
 echo "# the hidden card's own model by the fit's method"
 fit "$W/hidden.toml" 0 truth
 $VSL detach --all
@@ -105,7 +111,8 @@ def find(table, prof, stat):
     return table[names[0]]
 model = {"stock": by_name(truth["figures"], "fitted"), second: by_name(truth["predictions"], "predicted")}
 pred = by_name(fit["predictions"], "predicted")
-print(f"{'format':<16} {'profile':<14} {'statistic':<12} {'measured':>10} {'hidden model':>13} {'ratio':>6} {'predicted':>10} {'error':>8}")
+band = by_name(fit["predictions"], "spread")
+print(f"{'format':<16} {'profile':<14} {'statistic':<12} {'measured':>10} {'hidden model':>13} {'ratio':>6} {'predicted':>10} {'error':>8}  {'band (--sensitivity)':<22} measured in it")
 for fmt, d in (("stock", "stock"), (second, "second")):
     res = json.load(open(f"{w}/{d}/lab_results.json"))["targets"][0]
     for prof in res["profiles"]:
@@ -114,10 +121,15 @@ for fmt, d in (("stock", "stock"), (second, "second")):
             v, m = st[key], find(model[fmt], prof["profile"], stat)
             r = v / m
             flag = "  HOST-LIMITED" if stat == "iops" and r < 0.8 else ""
-            p = f"{find(pred, prof['profile'], stat):10.1f} {(find(pred, prof['profile'], stat) / v - 1) * 100:+7.1f}%" if fmt != "stock" else ""
+            p = ""
+            if fmt != "stock":
+                lo, hi = find(band, prof["profile"], stat)
+                p = f"{find(pred, prof['profile'], stat):10.1f} {(find(pred, prof['profile'], stat) / v - 1) * 100:+7.1f}%  {f'{lo:.1f}-{hi:.1f}':<22} {'yes' if lo <= v <= hi else 'no'}"
             print(f"{fmt:<16} {prof['profile']:<14} {stat:<12} {v:10.1f} {m:13.1f} {r:6.2f} {p}{flag}")
 for q in fit["parameters"]:
-    print(f"fitted {q['name']:<24} {q['fitted']:.4f} at bound: {q['at_bound']}")
+    told = "pinned" if q["pinned"] else "not pinned over {:.4g}-{:.4g}".format(*q["not_told_apart"])
+    print(f"fitted {q['name']:<24} {q['fitted']:.4f} at bound: {q['at_bound']}; by the stock figures: {told}")
+print(f"noise: {fit['noise']:.3f} (cost at the fit {fit['cost']:.3f}, {fit['noise_points']} points around it)")
 print("hidden: reserved_fraction 0.18, gc_share 0.35")
 PY
 echo "# done in $((SECONDS - t0)) s"
