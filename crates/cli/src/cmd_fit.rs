@@ -249,7 +249,8 @@ struct Report<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     loo_surface: Option<LooSurface>,
     /// `--sensitivity`: the cost rise below which a probe is not told from
-    /// the fit (max(1, --progress × cost)).
+    /// the fit: the largest of 1, --progress × cost and the spread of the
+    /// costs of the `noise_points` (when there are three or more).
     #[serde(skip_serializing_if = "Option::is_none")]
     noise: Option<f64>,
     /// `--sensitivity`: how many evaluated points lay within 1 % of every
