@@ -412,7 +412,7 @@ impl Evaluator<'_> {
     fn cost(&mut self, x: &[f64], use_fig: &[bool]) -> f64 {
         match self.model(x) {
             Some(m) => fit::cost(self.figures, &m, use_fig),
-            None => 1e9,
+            None => FAILED_COST,
         }
     }
 }
@@ -698,12 +698,15 @@ pub fn fit(a: FitArgs) -> Result<()> {
     // of the points evaluated around the fitted one (within 1 % of every
     // range) lie. A nearby run's stalls fall differently, so a probe whose
     // rise is within that spread is not told apart from the fit.
-    let near: Vec<f64> = ev
-        .points()
-        .into_iter()
-        .filter(|(x, _)| x.iter().zip(&best).all(|(a, b)| (a - b).abs() <= 0.01))
-        .map(|(_, m)| fit::cost(&figures, &m, &all))
-        .collect();
+    let near: Vec<f64> = if a.sensitivity {
+        ev.points()
+            .into_iter()
+            .filter(|(x, _)| x.iter().zip(&best).all(|(a, b)| (a - b).abs() <= 0.01))
+            .map(|(_, m)| fit::cost(&figures, &m, &all))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let spread_near = if near.len() >= 3 {
         let lo = near.iter().copied().fold(f64::MAX, f64::min);
         let hi = near.iter().copied().fold(f64::MIN, f64::max);
@@ -722,8 +725,9 @@ pub fn fit(a: FitArgs) -> Result<()> {
                 bar.set_message(format!("sensitivity: {} at {value}", d.name));
                 let mut x = best.clone();
                 x[i] = xi;
-                let failed = ev.model(&x).is_none();
-                let c = ev.cost(&x, &all);
+                let m = ev.model(&x);
+                let failed = m.is_none();
+                let c = m.map_or(FAILED_COST, |m| fit::cost(&figures, &m, &all));
                 let rise = c - cost;
                 probes[i].push((
                     Probe {
@@ -912,6 +916,9 @@ pub fn fit(a: FitArgs) -> Result<()> {
     }
     Ok(())
 }
+
+/// The objective at a point whose card failed to build or run.
+const FAILED_COST: f64 = 1e9;
 
 /// A parameter's value for the report: whole above 100, else up to four
 /// decimals.
