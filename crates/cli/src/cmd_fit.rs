@@ -119,10 +119,12 @@ pub struct FitArgs {
     /// After the search, evaluate the fitted point with each free parameter
     /// moved across its range, the others as fitted (its bounds and the
     /// quarters between: up to five evaluations per parameter). Where the
-    /// cost rises by less than the objective's noise (1, one figure off by
-    /// its tolerance, or --progress of the best cost if that is more), the
-    /// figures do not tell that point from the fit: the parameter is not
-    /// pinned there. With --predict, each prediction is also made at those
+    /// cost rises by less than the objective's noise (the largest of 1, one
+    /// figure off by its tolerance; --progress of the best cost; and the
+    /// spread of the costs of the points the search evaluated within 1 % of
+    /// every range of the fit), the figures do not tell that point from the
+    /// fit: the parameter is not pinned there. These are slices: a valley
+    /// across two axes (one parameter making up for another) is not seen. With --predict, each prediction is also made at those
     /// points, and the report gives the range of predictions over them.
     #[arg(long)]
     pub sensitivity: bool,
