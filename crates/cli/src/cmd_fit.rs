@@ -123,11 +123,23 @@ pub struct FitArgs {
     /// figure off by its tolerance; --progress of the best cost; and the
     /// spread of the costs of the points the search evaluated within 1 % of
     /// every range of the fit), the figures do not tell that point from the
-    /// fit: the parameter is not pinned there. These are slices: a valley
-    /// across two axes (one parameter making up for another) is not seen. With --predict, each prediction is also made at those
-    /// points, and the report gives the range of predictions over them.
+    /// fit. These probes are slices; the points the search itself evaluated
+    /// whose cost is within the noise of the fit's are counted too (they
+    /// follow a valley across the axes where the search went), and
+    /// --profile-iters refits the others at each probe. A parameter is
+    /// pinned when every point not told apart lies within a quarter of its
+    /// range of the fitted value. With --predict, each prediction is also
+    /// made at the probes not told apart and at the evaluated points that
+    /// reach furthest along each parameter, and the report gives the range.
     #[arg(long)]
     pub sensitivity: bool,
+    /// With --sensitivity: at each probe, refit the other free parameters
+    /// by a Nelder-Mead search of at most this many iterations from their
+    /// fitted values (a profile, which follows one parameter making up for
+    /// another; about n + 2 × N more evaluations per probe). 0: slices, the
+    /// others as fitted.
+    #[arg(long, default_value_t = 0, requires = "sensitivity")]
+    pub profile_iters: u64,
     /// A review results.json input: the format the device was measured at.
     #[arg(long, default_value = "stock")]
     pub review_format: String,
@@ -190,21 +202,28 @@ struct ParamReport {
     /// its range.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     probes: Vec<Probe>,
-    /// `--sensitivity`: false when the cost rose by less than the noise at
-    /// some probe (the figures do not tell it from the fit).
+    /// `--sensitivity`: true when every point the figures do not tell from
+    /// the fit (probe or evaluated) lies within a quarter of the range of
+    /// the fitted value.
     #[serde(skip_serializing_if = "Option::is_none")]
     pinned: Option<bool>,
-    /// `--sensitivity`: the lowest and highest value among the fitted one
-    /// and the probes the figures do not tell from it.
+    /// `--sensitivity`: the lowest and highest value among the fitted one,
+    /// the probes and the evaluated points the figures do not tell from it.
     #[serde(skip_serializing_if = "Option::is_none")]
     not_told_apart: Option<[f64; 2]>,
+    /// `--sensitivity`: the lowest and highest value among the points
+    /// evaluated (search, refits and probes) whose cost is within the
+    /// noise of the fit's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    evaluated_within_noise: Option<[f64; 2]>,
 }
 
 /// `--sensitivity`: the fitted point with one free parameter moved.
 #[derive(Serialize, Clone)]
 struct Probe {
     value: f64,
-    /// Every free parameter's value at the probe (the others as fitted).
+    /// Every free parameter's value at the probe (the others as fitted, or
+    /// as refitted with `--profile-iters`).
     at: Vec<f64>,
     /// The objective there (1e9: the card failed to build or run).
     cost: f64,
@@ -214,6 +233,10 @@ struct Probe {
     failed: bool,
     /// Its rise over the fitted point's cost.
     rise: f64,
+    /// `--profile-iters`: the rise with the others as fitted, before the
+    /// refit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    slice_rise: Option<f64>,
     /// The rise is at least the noise: the figures tell this point from
     /// the fit.
     pinned: bool,
@@ -259,6 +282,13 @@ struct Report<'a> {
     /// range of the fitted one, whose spread of costs is part of the noise.
     #[serde(skip_serializing_if = "Option::is_none")]
     noise_points: Option<usize>,
+    /// `--sensitivity`: how many evaluated points cost less than the fit's
+    /// cost plus the noise (the fitted one included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    points_within_noise: Option<usize>,
+    /// `--profile-iters`: the refit's iterations at each probe.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    profile_iters: Option<u64>,
     /// `--confirm SCALE` and its wall time, seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     confirm_scale: Option<f64>,
@@ -281,10 +311,12 @@ struct Prediction {
     figure: String,
     predicted: f64,
     /// `--sensitivity`: the lowest and highest prediction over the fitted
-    /// point and the probes the figures do not tell from it.
+    /// point, the probes the figures do not tell from it and the evaluated
+    /// points within the noise that reach furthest along each parameter.
     #[serde(skip_serializing_if = "Option::is_none")]
     spread: Option<[f64; 2]>,
-    /// Those probes, as `parameter=value`.
+    /// Those points: a probe as `parameter=value`, an evaluated point as
+    /// `evaluated:parameter=value,...`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     spread_from: Vec<String>,
 }
@@ -555,7 +587,14 @@ pub fn fit(a: FitArgs) -> Result<()> {
         n + 1 + 2 * a.loo_iters.unwrap_or(a.max_iters)
     };
     let probes = if a.sensitivity {
-        SENSITIVITY_AT.len() as u64 * n
+        // A profile's refit: a simplex of n - 1 + 1 points and 1-2 per
+        // iteration.
+        let refit = if a.profile_iters > 0 && n > 1 {
+            n + 2 * a.profile_iters
+        } else {
+            0
+        };
+        SENSITIVITY_AT.len() as u64 * n * (1 + refit)
     } else {
         0
     };
@@ -727,9 +766,37 @@ pub fn fit(a: FitArgs) -> Result<()> {
                 bar.set_message(format!("sensitivity: {} at {value}", d.name));
                 let mut x = best.clone();
                 x[i] = xi;
-                let m = ev.model(&x);
-                let failed = m.is_none();
-                let c = m.map_or(FAILED_COST, |m| fit::cost(&figures, &m, &all));
+                let slice = ev.cost(&x, &all);
+                let mut c = slice;
+                if a.profile_iters > 0 && free.len() > 1 {
+                    // The others refitted with this one held: the search
+                    // moves only them.
+                    let others: Vec<usize> = (0..free.len()).filter(|&j| j != i).collect();
+                    let start: Vec<f64> = others.iter().map(|&j| x[j]).collect();
+                    let at = |y: &[f64]| {
+                        let mut z = x.clone();
+                        for (&j, &v) in others.iter().zip(y) {
+                            z[j] = v;
+                        }
+                        z
+                    };
+                    let (y, _, _) = fit::nelder_mead(
+                        &start,
+                        a.step / 2.0,
+                        a.seed,
+                        a.profile_iters,
+                        0,
+                        a.progress,
+                        &mut |y| ev.cost(&at(y), &all),
+                    )
+                    .map_err(|e| anyhow!("--profile-iters: {e}"))?;
+                    let z = at(&y);
+                    let refit = ev.cost(&z, &all);
+                    if refit < slice {
+                        (x, c) = (z, refit);
+                    }
+                }
+                let failed = c >= FAILED_COST;
                 let rise = c - cost;
                 probes[i].push((
                     Probe {
@@ -737,6 +804,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
                         at: ev.values(&x),
                         cost: c,
                         rise,
+                        slice_rise: (a.profile_iters > 0).then_some(slice - cost),
                         failed,
                         pinned: failed || rise >= noise,
                     },
@@ -745,6 +813,33 @@ pub fn fit(a: FitArgs) -> Result<()> {
             }
         }
     }
+    // Every point evaluated (search, refits, probes) the figures do not
+    // tell from the fit: where the search went along a valley, slices or
+    // not.
+    let within: Vec<Vec<f64>> = if a.sensitivity {
+        ev.points()
+            .into_iter()
+            .filter(|(_, m)| fit::cost(&figures, m, &all) < cost + noise)
+            .map(|(x, _)| x)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    // For each parameter, the evaluated points within the noise furthest
+    // below and above the fit along it.
+    let reach: Vec<[Option<&Vec<f64>>; 2]> = (0..free.len())
+        .map(|i| {
+            let lo = within
+                .iter()
+                .filter(|x| x[i] < best[i])
+                .min_by(|a, b| a[i].total_cmp(&b[i]));
+            let hi = within
+                .iter()
+                .filter(|x| x[i] > best[i])
+                .max_by(|a, b| a[i].total_cmp(&b[i]));
+            [lo, hi]
+        })
+        .collect();
     bar.finish_and_clear();
 
     let values = ev.values(&best);
@@ -788,7 +883,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
             confirmed_error_pct: None,
         })
         .collect();
-    let params: Vec<ParamReport> = free
+    let mut params: Vec<ParamReport> = free
         .iter()
         .zip(&best)
         .zip(&values)
@@ -809,16 +904,28 @@ pub fn fit(a: FitArgs) -> Result<()> {
             },
             why: d.why,
             probes: pr.iter().map(|(p, _)| p.clone()).collect(),
-            pinned: a.sensitivity.then(|| pr.iter().all(|(p, _)| p.pinned)),
-            not_told_apart: a.sensitivity.then(|| {
-                pr.iter()
-                    .filter(|(p, _)| !p.pinned)
-                    .fold([v, v], |[lo, hi], (p, _)| {
-                        [lo.min(p.value), hi.max(p.value)]
-                    })
-            }),
+            pinned: None,
+            not_told_apart: None,
+            evaluated_within_noise: None,
         })
         .collect();
+    if a.sensitivity {
+        for (i, (p, pr)) in params.iter_mut().zip(&probes).enumerate() {
+            let d = free[i];
+            // Normalised: the fitted point, the probes not told apart and
+            // the evaluated points within the noise.
+            let (elo, ehi) = within.iter().fold((best[i], best[i]), |(lo, hi), x| {
+                (lo.min(x[i]), hi.max(x[i]))
+            });
+            let (lo, hi) = pr
+                .iter()
+                .filter(|(q, _)| !q.pinned)
+                .fold((elo, ehi), |(lo, hi), (_, x)| (lo.min(x[i]), hi.max(x[i])));
+            p.evaluated_within_noise = Some([fit::denormalise(d, elo), fit::denormalise(d, ehi)]);
+            p.not_told_apart = Some([fit::denormalise(d, lo), fit::denormalise(d, hi)]);
+            p.pinned = Some(best[i] - lo < PINNED_WITHIN && hi - best[i] < PINNED_WITHIN);
+        }
+    }
     let report = Report {
         tool: "openvsl-fit",
         base: base.name,
@@ -839,6 +946,8 @@ pub fn fit(a: FitArgs) -> Result<()> {
         loo_surface,
         noise: a.sensitivity.then_some(noise),
         noise_points: a.sensitivity.then_some(near.len()),
+        points_within_noise: a.sensitivity.then_some(within.len()),
+        profile_iters: (a.sensitivity && a.profile_iters > 0).then_some(a.profile_iters),
         confirm_scale: None,
         confirm_s: None,
     };
@@ -893,20 +1002,39 @@ pub fn fit(a: FitArgs) -> Result<()> {
             })
             .collect();
         // The same predictions at every probe the figures do not tell from
-        // the fit.
+        // the fit, and at the evaluated points within the noise that reach
+        // furthest along each parameter.
+        let mut at: Vec<(String, &Vec<f64>)> = Vec::new();
         for (d, pr) in free.iter().zip(&probes) {
             for (p, x) in pr.iter().filter(|(p, _)| !p.pinned) {
-                let at = fit::apply(base, &free, &ev.values(x));
-                let at: &'static Preset = Box::leak(Box::new(at));
-                let m = fit::evaluate(at, &preds, &run)
-                    .map_err(|e| anyhow!("--predict at {}={}: {e}", d.name, p.value))?;
-                for (r, v) in report.predictions.iter_mut().zip(m) {
-                    if let Some(s) = r.spread.as_mut() {
-                        s[0] = s[0].min(v);
-                        s[1] = s[1].max(v);
-                    }
-                    r.spread_from.push(format!("{}={}", d.name, p.value));
+                at.push((format!("{}={}", d.name, p.value), x));
+            }
+        }
+        for x in reach.iter().flatten().flatten() {
+            let label = free
+                .iter()
+                .zip(ev.values(x))
+                .map(|(d, v)| format!("{}={}", d.name, num(v)))
+                .collect::<Vec<_>>()
+                .join(",");
+            at.push((format!("evaluated:{label}"), x));
+        }
+        // Each point once; the fit's own prediction is made above.
+        let mut done: HashSet<String> = HashSet::from([key(&best)]);
+        for (label, x) in at {
+            if !done.insert(key(x)) {
+                continue;
+            }
+            let p = fit::apply(base, &free, &ev.values(x));
+            let p: &'static Preset = Box::leak(Box::new(p));
+            let m =
+                fit::evaluate(p, &preds, &run).map_err(|e| anyhow!("--predict at {label}: {e}"))?;
+            for (r, v) in report.predictions.iter_mut().zip(m) {
+                if let Some(s) = r.spread.as_mut() {
+                    s[0] = s[0].min(v);
+                    s[1] = s[1].max(v);
                 }
+                r.spread_from.push(label.clone());
             }
         }
     }
@@ -936,6 +1064,11 @@ fn num(v: f64) -> String {
 /// `--sensitivity`: where each free parameter is probed, as a share of its
 /// range (the others as fitted).
 const SENSITIVITY_AT: [f64; 5] = [0.0, 0.25, 0.5, 0.75, 1.0];
+
+/// `--sensitivity`: a parameter is pinned when every point the figures do
+/// not tell from the fit lies within this share of its range of the fitted
+/// value (the probes' spacing).
+const PINNED_WITHIN: f64 = 0.25;
 
 fn read_checkpoint(path: &Path, header: &Header) -> Result<HashMap<String, Option<Vec<f64>>>> {
     let mut cache = HashMap::new();
@@ -1067,9 +1200,14 @@ fn print_report(r: &Report, resumed: usize, evaluated: usize) {
     }
     if let Some(noise) = r.noise {
         println!(
-            "\nsensitivity: each parameter moved across its range, the others as fitted (a valley across the axes is not seen); the cost at the fit {:.3}; a rise below {noise:.3}, the noise (at least 1, or the spread of the costs of the {} points evaluated within 1 % of the fit), is a point the figures do not tell apart from it",
+            "\nsensitivity: each parameter moved across its range, {}; the cost at the fit {:.3}; a rise below {noise:.3}, the noise (at least 1, or the spread of the costs of the {} points evaluated within 1 % of the fit), is a point the figures do not tell apart from it; {} evaluated points are within it",
+            match r.profile_iters {
+                Some(n) => format!("the others refitted ({n} iterations: a profile)"),
+                None => "the others as fitted (slices)".into(),
+            },
             r.cost,
-            r.noise_points.unwrap_or(0)
+            r.noise_points.unwrap_or(0),
+            r.points_within_noise.unwrap_or(0)
         );
         for p in &r.parameters {
             let span = match (p.pinned, p.not_told_apart) {
@@ -1078,15 +1216,32 @@ fn print_report(r: &Report, resumed: usize, evaluated: usize) {
                 }
                 _ => "pinned".into(),
             };
-            println!("  {:<24} {span}", p.name);
+            let seen = p
+                .evaluated_within_noise
+                .map(|[lo, hi]| {
+                    format!(
+                        " (evaluated points within the noise: {}-{})",
+                        num(lo),
+                        num(hi)
+                    )
+                })
+                .unwrap_or_default();
+            println!("  {:<24} {span}{seen}", p.name);
             for q in &p.probes {
                 println!(
-                    "    {:>12}  {:>14}{}",
+                    "    {:>12}  {:>14}{}{}",
                     num(q.value),
                     if q.failed {
                         "no card".to_string()
                     } else {
                         format!("{:+.3}", q.rise)
+                    },
+                    match q.slice_rise {
+                        Some(s) if !q.failed && s != q.rise => format!(
+                            "  (as fitted {s:+.3}; refitted at {})",
+                            q.at.iter().map(|v| num(*v)).collect::<Vec<_>>().join(", ")
+                        ),
+                        _ => String::new(),
                     },
                     if q.pinned { "" } else { "  not told apart" },
                 );

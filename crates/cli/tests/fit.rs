@@ -502,13 +502,107 @@ fn fit_sensitivity_says_which_parameters_the_figures_do_not_pin() {
             .iter()
             .map(|s| s.as_str().unwrap())
             .collect();
+        // The probes not told apart are host.read_ns's; the evaluated
+        // points within the noise carry every parameter.
         assert!(
-            !from.is_empty() && from.iter().all(|s| s.starts_with("host.read_ns=")),
+            !from.is_empty()
+                && from.iter().all(|s| s.starts_with("host.read_ns=")
+                    || s.starts_with("evaluated:vsl.reserved_fraction=")),
             "{p}"
         );
     }
+    // The evaluated points within the noise: the fitted one among them,
+    // every one inside the span not told apart.
+    let within = rep["points_within_noise"].as_u64().unwrap();
+    assert!(within >= 1, "{rep}");
+    for p in params {
+        let fitted = p["fitted"].as_f64().unwrap();
+        let e = &p["evaluated_within_noise"];
+        let (elo, ehi) = (e[0].as_f64().unwrap(), e[1].as_f64().unwrap());
+        let n = &p["not_told_apart"];
+        let (nlo, nhi) = (n[0].as_f64().unwrap(), n[1].as_f64().unwrap());
+        assert!(
+            nlo <= elo && elo <= fitted && fitted <= ehi && ehi <= nhi,
+            "{p}"
+        );
+    }
+    // A reserve within the noise is within a quarter of its range (5 %)
+    // of the fitted one: that is what pinned says.
+    let e = &params[0]["evaluated_within_noise"];
+    let fitted = params[0]["fitted"].as_f64().unwrap();
+    assert!(
+        fitted - e[0].as_f64().unwrap() < 0.05 && e[1].as_f64().unwrap() - fitted < 0.05,
+        "{}",
+        params[0]
+    );
     // A rerun takes the probes from the checkpoint too.
     let (code, out, err) = vsl(&args);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains(" 0 run"), "{out}");
+}
+
+#[test]
+fn fit_profile_refits_the_others_at_each_probe() {
+    // 4K random writes at steady state: the program time and the reserve
+    // both set the rate. Moved alone (a slice), the program time leaves
+    // the figures; with the reserve refitted at each probe (a profile), a
+    // point nearer them is found.
+    let dir = tmp("profile");
+    hidden_card_review(&dir);
+    let report = dir.join("report.json");
+    let mut args = fit_args(
+        &dir,
+        &["--max-iters", "4", "--sensitivity", "--profile-iters", "1"],
+    );
+    let free = args.iter().position(|a| a == "--free").unwrap() + 1;
+    args[free] = "vsl.reserved_fraction,nand.program_ns".into();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = vsl(&args);
+    assert_eq!(code, 0, "{err}");
+    println!("{out}");
+    let rep: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(rep["profile_iters"].as_u64(), Some(1), "{rep}");
+    let cost = rep["cost"].as_f64().unwrap();
+    let params = rep["parameters"].as_array().unwrap();
+    let mut gained = 0;
+    for (i, p) in params.iter().enumerate() {
+        for q in p["probes"].as_array().unwrap() {
+            let rise = q["rise"].as_f64().unwrap();
+            let slice = q["slice_rise"].as_f64().unwrap();
+            // The refit starts at the slice and keeps the better point.
+            assert!(rise <= slice + 1e-9, "{q}");
+            assert!(
+                (q["cost"].as_f64().unwrap() - cost - rise).abs() < 1e-6,
+                "{q}"
+            );
+            // The probed parameter is held at its probe.
+            let at = q["at"].as_array().unwrap();
+            assert!(
+                (at[i].as_f64().unwrap() - q["value"].as_f64().unwrap()).abs() < 1e-9,
+                "{q}"
+            );
+            if rise < slice - 1e-9 {
+                gained += 1;
+                if i == 1 {
+                    println!("program × {} reserve {}", at[1], at[0]);
+                }
+            }
+        }
+    }
+    assert!(gained > 0, "no refit lowered a probe's cost: {rep}");
+    // The program time's slowest probe, far off as a slice: the refit
+    // moved the reserve and gained.
+    let slow = params[1]["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["value"].as_f64() == Some(1.6))
+        .expect("a probe at the program time's upper bound");
+    let fitted_reserve = params[0]["fitted"].as_f64().unwrap();
+    assert!(
+        slow["rise"].as_f64().unwrap() < slow["slice_rise"].as_f64().unwrap()
+            && slow["at"][0].as_f64().unwrap() != fitted_reserve,
+        "{slow}"
+    );
 }
