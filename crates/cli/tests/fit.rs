@@ -145,6 +145,27 @@ fn hidden_card_review(dir: &Path) -> (String, serde_json::Value) {
     (h, measured)
 }
 
+/// `vsl fit` of the hidden card's review (in scratch directory `name`) with
+/// `free` free and `extra`: its output, its JSON report and its arguments
+/// (for a rerun).
+fn hidden_card_fit(
+    name: &str,
+    free: &str,
+    extra: &[&str],
+) -> (String, serde_json::Value, Vec<String>) {
+    let dir = tmp(name);
+    hidden_card_review(&dir);
+    let mut args = fit_args(&dir, extra);
+    let i = args.iter().position(|a| a == "--free").unwrap() + 1;
+    args[i] = free.into();
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = vsl(&a);
+    assert_eq!(code, 0, "{err}");
+    println!("{out}");
+    let text = std::fs::read_to_string(dir.join("report.json")).unwrap();
+    (out, serde_json::from_str(&text).unwrap(), args)
+}
+
 /// `vsl fit` of that review's figures (the reserve free, on the base
 /// preset, writing `dir/fitted.toml` and `dir/report.json`), then `extra`.
 fn fit_args(dir: &Path, extra: &[&str]) -> Vec<String> {
@@ -438,21 +459,11 @@ fn fit_sensitivity_says_which_parameters_the_figures_do_not_pin() {
     // its figures, the host's cost per read cannot touch them. Probed
     // across their ranges, the reserve is pinned and host.read_ns is not
     // anywhere, and the prediction at hp is made at its probes too.
-    let dir = tmp("sensitivity");
-    hidden_card_review(&dir);
-    let report = dir.join("report.json");
-    let mut args = fit_args(
-        &dir,
+    let (out, rep, args) = hidden_card_fit(
+        "sensitivity",
+        "vsl.reserved_fraction,host.read_ns",
         &["--max-iters", "8", "--sensitivity", "--predict", "hp"],
     );
-    let free = args.iter().position(|a| a == "--free").unwrap() + 1;
-    args[free] = "vsl.reserved_fraction,host.read_ns".into();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, out, err) = vsl(&args);
-    assert_eq!(code, 0, "{err}");
-    println!("{out}");
-    let rep: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let noise = rep["noise"].as_f64().unwrap();
     let cost = rep["cost"].as_f64().unwrap();
     assert!(noise >= 1.0 && noise >= 0.05 * cost - 1e-9, "{rep}");
@@ -536,6 +547,7 @@ fn fit_sensitivity_says_which_parameters_the_figures_do_not_pin() {
         params[0]
     );
     // A rerun takes the probes from the checkpoint too.
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, out, err) = vsl(&args);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains(" 0 run"), "{out}");
@@ -547,21 +559,11 @@ fn fit_profile_refits_the_others_at_each_probe() {
     // both set the rate. Moved alone (a slice), the program time leaves
     // the figures; with the reserve refitted at each probe (a profile), a
     // point nearer them is found.
-    let dir = tmp("profile");
-    hidden_card_review(&dir);
-    let report = dir.join("report.json");
-    let mut args = fit_args(
-        &dir,
+    let (_, rep, _) = hidden_card_fit(
+        "profile",
+        "vsl.reserved_fraction,nand.program_ns",
         &["--max-iters", "4", "--sensitivity", "--profile-iters", "1"],
     );
-    let free = args.iter().position(|a| a == "--free").unwrap() + 1;
-    args[free] = "vsl.reserved_fraction,nand.program_ns".into();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, out, err) = vsl(&args);
-    assert_eq!(code, 0, "{err}");
-    println!("{out}");
-    let rep: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(rep["profile_iters"].as_u64(), Some(1), "{rep}");
     let cost = rep["cost"].as_f64().unwrap();
     let params = rep["parameters"].as_array().unwrap();
