@@ -914,9 +914,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
             let d = free[i];
             // Normalised: the fitted point, the probes not told apart and
             // the evaluated points within the noise.
-            let (elo, ehi) = within.iter().fold((best[i], best[i]), |(lo, hi), x| {
-                (lo.min(x[i]), hi.max(x[i]))
-            });
+            let [elo, ehi] = reach[i].map(|x| x.map_or(best[i], |x| x[i]));
             let (lo, hi) = pr
                 .iter()
                 .filter(|(q, _)| !q.pinned)
