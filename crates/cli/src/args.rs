@@ -130,8 +130,8 @@ pub struct CardArgs {
     #[arg(long, default_value = "paced")]
     pub gc_mode: String,
     /// Reads overtake queued programs and erases in the bank queues: on,
-    /// off, or preset (the preset's `vsl.read_priority`: on for every
-    /// built-in preset).
+    /// off, or preset (the preset's `vsl.read_priority`: off for the
+    /// ioMemory cards, FIFO per bank as calibrated, on for the comparables).
     #[arg(long, default_value = "preset")]
     pub read_priority: String,
     /// Program/erase suspend for reads, with its latency (e.g. 20us), off,
