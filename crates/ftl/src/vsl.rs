@@ -1087,10 +1087,10 @@ impl Vsl {
     /// watermark and host writes stall.
     fn pace(&mut self, t: Nanos, host: u64) {
         if self.pool_allowance > 0.0 {
-            // Averaged over `POOL_MEAN_PASS` of a pass of host writes over
-            // the usable space.
-            let span = POOL_MEAN_PASS * self.cfg.usable_lebs() as f64 * self.spl as f64;
-            let a = (host as f64 / span).min(1.0);
+            // Averaged over about one pass of host writes over the usable
+            // space.
+            let pass = self.cfg.usable_lebs() as f64 * self.spl as f64;
+            let a = (host as f64 / pass).min(1.0);
             self.pool_mean += a * (self.blocks.reclaimed_space_lebs() - self.pool_mean);
         }
         let high = self.cfg.gc_background_lebs as f64;
@@ -1608,16 +1608,6 @@ impl Vsl {
 /// published; short enough for the SNIA HIR waits, long enough that the
 /// gaps of a QD 1 workload are not idle time).
 const IDLE_AFTER: Nanos = Nanos(10_000_000);
-
-/// The share of a pass of host writes over the usable space that a scaled
-/// card averages its GC pool's free space over ([`Vsl::adjust_parking`]).
-/// Short enough that parking settles within the first round of a review's
-/// preconditioning (over a whole pass, a stalling card at scale 0.02 kept
-/// its pool allowance unparked for three passes: 1.2 × the full card's
-/// IOPS after a pass; docs/MODEL.md, "Reserve, and parking"), long enough
-/// to span several of the groomer's stop-and-go cycles (one cycle is
-/// about one full-size unit of host writes: `k` of the 4,096 small units).
-const POOL_MEAN_PASS: f64 = 1.0 / 16.0;
 
 /// The free space idle grooming works up to: the high watermark plus
 /// `gc_idle_fraction` of the spare units above it (units neither reserved
