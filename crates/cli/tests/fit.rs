@@ -562,9 +562,9 @@ fn fit_profile_refits_the_others_at_each_probe() {
     let (_, rep, _) = hidden_card_fit(
         "profile",
         "vsl.reserved_fraction,nand.program_ns",
-        &["--max-iters", "4", "--sensitivity", "--profile-iters", "1"],
+        &["--max-iters", "4", "--sensitivity", "--profile-iters", "3"],
     );
-    assert_eq!(rep["profile_iters"].as_u64(), Some(1), "{rep}");
+    assert_eq!(rep["profile_iters"].as_u64(), Some(3), "{rep}");
     let cost = rep["cost"].as_f64().unwrap();
     let params = rep["parameters"].as_array().unwrap();
     let mut gained = 0;

@@ -239,11 +239,13 @@ fn duo_without_external_power_writes_slower_and_stays_in_the_slot_budget() {
     assert!((without as f64) < 0.95 * with as f64);
     assert!(p_with > 24.75);
     // The controller corrects each 100 ms step: on average within the
-    // slot's budget, single steps overshoot by at most 15 % (a
+    // slot's budget, single steps overshoot by at most 20 % (a
     // step can hold a whole GC group's erases, done at once when a scaled
     // card's stall starts: 26.6 W before GC stalls waited for whole
     // groups, 27.7 W since, 28.5 W (15.1 %) once the free pool's settle
-    // point counted towards the reserve).
+    // point counted towards the reserve, 29.0 W (17.0 %) since parking
+    // starts from its settled share instead of after three passes, so that this minute runs
+    // at the card's steady spare, not the extra spare of its first passes).
     assert!(p_without <= 24.75 * 1.02, "{p_without}");
-    assert!(max_without <= 24.75 * 1.16, "{max_without}");
+    assert!(max_without <= 24.75 * 1.20, "{max_without}");
 }

@@ -206,7 +206,16 @@ impl FtlConfig {
     /// full-size card, `gc_stall_lebs` on a scaled one, which GC counts
     /// taken as its first unit opens) may hold user data.
     pub fn max_user_sectors(&self) -> u64 {
-        let spare = (self.gc_reserve_lebs + self.gc_stall_lebs) as u64;
+        let k = self.gc_stall_lebs;
+        let spare = if k > 1 {
+            // A scaled card fits what the full card fits: its pool's
+            // allowance aside, the full card's reserve and frontier (in
+            // full-size units, as the full card counts them).
+            let (reserve, background) = (self.gc_reserve_lebs / k, self.gc_background_lebs / k);
+            Self::pool_allowance(self.gc_mode, k, reserve, background) + reserve + 1
+        } else {
+            self.gc_reserve_lebs + self.gc_stall_lebs
+        } as u64;
         (self.usable_lebs() as u64).saturating_sub(spare) * self.slots_per_leb() as u64
     }
     /// Free units, on top of its share of the full card's spare, that a
@@ -284,7 +293,7 @@ impl FtlConfig {
                 self.user_sectors * self.sector_bytes as u64,
                 self.max_user_sectors() * self.sector_bytes as u64,
                 self.reserved_lebs,
-                self.gc_reserve_lebs + self.gc_stall_lebs
+                self.usable_lebs() as u64 - self.max_user_sectors() / self.slots_per_leb() as u64
             ));
         }
         let unit_slots = self.slots_per_unit() as u64;
@@ -333,6 +342,19 @@ fn parking_allowance(cfg: &FtlConfig) -> f64 {
         cfg.gc_reserve_lebs / k,
         cfg.gc_background_lebs / k,
     ) as f64
+}
+
+/// Where a scaled card's average of its GC pool starts: the low
+/// watermark, where a write-bound card's pool settles, so that such a card
+/// parks its share from the first pass rather than after three (a pool
+/// between the watermarks brings the average up and units back within a
+/// pass). Full size, legacy GC: 0, nothing is parked.
+fn parking_start(cfg: &FtlConfig) -> f64 {
+    let allowance = parking_allowance(cfg);
+    if allowance == 0.0 {
+        return 0.0;
+    }
+    (cfg.gc_reserve_lebs as f64).min(allowance)
 }
 
 /// Where a sector being placed at the frontier comes from.
@@ -481,7 +503,7 @@ impl Vsl {
             last_io_at: Nanos::ZERO,
             idle_target_lebs: idle_target_lebs(&cfg),
             pool_allowance: parking_allowance(&cfg),
-            pool_mean: parking_allowance(&cfg),
+            pool_mean: parking_start(&cfg),
             idle_moved: 0,
             move_cost: Nanos::ZERO,
             wall_hit: false,
@@ -870,15 +892,22 @@ impl Vsl {
     /// full card's share whether the pool sits at the low watermark (a
     /// stalling workload, the groomer's stop-and-go) or between the
     /// watermarks. A unit is parked only while the pool is at or above the
-    /// low watermark (a stall starts `k` units below it), and one at a
-    /// time as units open. Full size: nothing to do.
+    /// low watermark (a stall starts `k` units below it) and leaves room
+    /// for it in the allowance, and one at a time as units open. The
+    /// average starts at the low watermark ([`parking_start`]) and follows
+    /// the pool only while it is within the allowance, so a card parks its
+    /// share within its first pass of writes after a fill, not after three.
+    /// Full size: nothing to do.
     fn adjust_parking(&mut self) {
         if self.pool_allowance == 0.0 {
             return;
         }
         let target = self.pool_allowance - self.pool_mean;
         let parked = self.blocks.parked_len() as f64;
-        if parked + 1.0 < target && self.pool_free() >= self.cfg.gc_reserve_lebs as usize {
+        // Never more parked than the pool leaves of the allowance now: the
+        // units in service then hold at least the full card's share.
+        let room = parked + 1.0 + self.blocks.reclaimed_space_lebs() <= self.pool_allowance;
+        if parked + 1.0 < target && room && self.pool_free() >= self.cfg.gc_reserve_lebs as usize {
             self.blocks.park_one();
         } else if parked > 0.0 && parked - 1.0 > target {
             self.blocks.unpark_one(self.nand.erase_counts());
@@ -1088,10 +1117,14 @@ impl Vsl {
     fn pace(&mut self, t: Nanos, host: u64) {
         if self.pool_allowance > 0.0 {
             // Averaged over about one pass of host writes over the usable
-            // space.
+            // space, while the pool is within its allowance (a fresh or
+            // trimmed card's free space is not the pool GC keeps).
             let pass = self.cfg.usable_lebs() as f64 * self.spl as f64;
             let a = (host as f64 / pass).min(1.0);
-            self.pool_mean += a * (self.blocks.reclaimed_space_lebs() - self.pool_mean);
+            let pool = self.blocks.reclaimed_space_lebs();
+            if pool <= self.pool_allowance {
+                self.pool_mean += a * (pool - self.pool_mean);
+            }
         }
         let high = self.cfg.gc_background_lebs as f64;
         let low = self.cfg.gc_reserve_lebs as f64;
@@ -1220,7 +1253,14 @@ impl Vsl {
     /// foreground: the host waits for it (stop-the-world, one unit).
     fn finish_victim(&mut self, t: Nanos) {
         if !self.gc.collecting() && !self.start_victim(true) {
-            // Nothing can be reclaimed: the legacy path reports why.
+            // Nothing can be reclaimed. A scaled card takes back a unit it
+            // parked (its pool had fallen further below its average than
+            // the card's spare allows); otherwise the legacy path reports
+            // why.
+            if self.blocks.parked_len() > 0 {
+                self.blocks.unpark_one(self.nand.erase_counts());
+                return;
+            }
             self.select_victim();
             return;
         }

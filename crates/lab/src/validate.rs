@@ -452,8 +452,12 @@ fn fresh_at(
     o: &ValidateOptions,
 ) -> Result<RunResult, RunError> {
     let (mut card, t) = fresh_card(o.preset, format, o.scale)?;
+    // Two seconds of the full card, before its spare runs down to GC: a
+    // scaled card's spare is `scale` of the full card's, so its window is
+    // too (at least 100 ms).
     let mut short = o.clone();
-    short.window_ns = o.window_ns.min(2_000_000_000);
+    let fresh_window = (2e9 * o.scale.min(1.0)).max(1e8) as u64;
+    short.window_ns = o.window_ns.min(fresh_window);
     Ok(measure(&mut card, name, t, threads, qd, &short)?.0)
 }
 
