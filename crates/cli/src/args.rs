@@ -345,7 +345,7 @@ pub struct ValidateArgs {
     /// Fraction of the card modelled (each erase unit keeps this share of its pages; 1 = the full 640 GB card).
     #[arg(long, default_value = "0.05", allow_hyphen_values = true)]
     pub scale: String,
-    /// Virtual time of each steady-state measurement window.
+    /// Virtual time of each steady-state measurement window. The fresh-card tests (a filled card, then a short run) measure at most 2 s × --scale (at least 100 ms): 2 s of the full card's spare.
     #[arg(long, default_value = "120s")]
     pub window: String,
     /// Write the table as JSON.
