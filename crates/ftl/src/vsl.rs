@@ -211,8 +211,7 @@ impl FtlConfig {
             // A scaled card fits what the full card fits: its pool's
             // allowance aside, the full card's reserve and frontier (in
             // full-size units, as the full card counts them).
-            let (reserve, background) = (self.gc_reserve_lebs / k, self.gc_background_lebs / k);
-            Self::pool_allowance(self.gc_mode, k, reserve, background) + reserve + 1
+            self.scaled_pool_allowance() + self.gc_reserve_lebs / k + 1
         } else {
             self.gc_reserve_lebs + self.gc_stall_lebs
         } as u64;
@@ -235,6 +234,13 @@ impl FtlConfig {
             GcMode::Legacy => reserve * k + (k - 1) / 2,
             GcMode::Paced => background.max(reserve) * k + (k - 1) / 2,
         }
+    }
+    /// [`FtlConfig::pool_allowance`] of this card (its watermarks and
+    /// stalls are counted in small units, `gc_stall_lebs` to a full one).
+    pub fn scaled_pool_allowance(&self) -> u32 {
+        let k = self.gc_stall_lebs;
+        let (reserve, background) = (self.gc_reserve_lebs / k, self.gc_background_lebs / k);
+        Self::pool_allowance(self.gc_mode, k, reserve, background)
     }
     /// Spare factor: 1 - user / (usable physical space).
     pub fn spare_factor(&self) -> f64 {
@@ -336,12 +342,7 @@ fn parking_allowance(cfg: &FtlConfig) -> f64 {
     if k <= 1 || cfg.gc_mode != GcMode::Paced {
         return 0.0;
     }
-    FtlConfig::pool_allowance(
-        GcMode::Paced,
-        k,
-        cfg.gc_reserve_lebs / k,
-        cfg.gc_background_lebs / k,
-    ) as f64
+    cfg.scaled_pool_allowance() as f64
 }
 
 /// Where a scaled card's average of its GC pool starts: the low
@@ -349,8 +350,8 @@ fn parking_allowance(cfg: &FtlConfig) -> f64 {
 /// parks its share from the first pass rather than after three (a pool
 /// between the watermarks brings the average up and units back within a
 /// pass). Full size, legacy GC: 0, nothing is parked.
-fn parking_start(cfg: &FtlConfig) -> f64 {
-    let allowance = parking_allowance(cfg);
+/// `allowance`: [`parking_allowance`].
+fn parking_start(cfg: &FtlConfig, allowance: f64) -> f64 {
     if allowance == 0.0 {
         return 0.0;
     }
@@ -486,6 +487,7 @@ impl Vsl {
         let mut nand = NandArray::new(g, cfg.timing);
         nand.set_read_policy(cfg.read_policy);
         nand.set_erase_batch(cfg.erase_batch);
+        let pool_allowance = parking_allowance(&cfg);
         let mut vsl = Vsl {
             nand,
             map: Mapping::new(cfg.user_sectors, lebs, spl, spu, cfg.track_sequence),
@@ -502,8 +504,8 @@ impl Vsl {
             obs: Observers::default(),
             last_io_at: Nanos::ZERO,
             idle_target_lebs: idle_target_lebs(&cfg),
-            pool_allowance: parking_allowance(&cfg),
-            pool_mean: parking_start(&cfg),
+            pool_allowance,
+            pool_mean: parking_start(&cfg, pool_allowance),
             idle_moved: 0,
             move_cost: Nanos::ZERO,
             wall_hit: false,
