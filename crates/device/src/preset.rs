@@ -56,7 +56,8 @@ pub struct Preset {
     /// With [`Preset::gc_datapath`]: a moved sector holds the read data
     /// path for its read transfer and the write data path for its write
     /// transfer (each in turn with the host's reads and writes), instead
-    /// of the write path for both. Off in every shipped preset.
+    /// of the write path for both. On in the ioMemory presets, off in the
+    /// comparables.
     pub gc_datapath_split: bool,
     /// Where the data-sheet figures come from.
     pub source: &'static str,
@@ -116,7 +117,7 @@ pub struct VslParams {
     /// Reads overtake queued programs and erases of their bank.
     pub read_priority: bool,
     /// A read holds its bank for tR and its own data-out, not tR only.
-    /// Off in every shipped preset.
+    /// On in the ioMemory presets, off in the comparables.
     pub read_holds_die: bool,
     /// Program/erase suspend for reads, with its latency (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
