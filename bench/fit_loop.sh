@@ -24,7 +24,9 @@
 # the hidden card's own model by the fit's method (`vsl fit --device
 # hidden.toml --max-iters 0`: the review's rounds and windows in virtual
 # time) and marks a measurement under 80 % of it HOST-LIMITED (the FUSE and
-# loop path of this machine, not the card, set the rate). The work
+# loop path of this machine, not the card, set the rate), and beside each
+# prediction's error against the measurement its error against that model
+# (`vs model`: the fit's error without this machine's). The work
 # directory, with the attached card's store (12 GB at 0.03), goes to
 # /dev/shm when that has 16 GiB free (on this VM's disk, page-cache
 # writeback held the attached card's 4K writes to 0.86 of its model, 0.96
@@ -112,7 +114,7 @@ def find(table, prof, stat):
 model = {"stock": by_name(truth["figures"], "fitted"), second: by_name(truth["predictions"], "predicted")}
 pred = by_name(fit["predictions"], "predicted")
 band = by_name(fit["predictions"], "spread")
-print(f"{'format':<16} {'profile':<14} {'statistic':<12} {'measured':>10} {'hidden model':>13} {'ratio':>6} {'predicted':>10} {'error':>8}  {'band (--sensitivity)':<22} measured in it")
+print(f"{'format':<16} {'profile':<14} {'statistic':<12} {'measured':>10} {'hidden model':>13} {'ratio':>6} {'predicted':>10} {'error':>8} {'vs model':>8}  {'band (--sensitivity)':<22} measured in it")
 for fmt, d in (("stock", "stock"), (second, "second")):
     res = json.load(open(f"{w}/{d}/lab_results.json"))["targets"][0]
     for prof in res["profiles"]:
@@ -124,7 +126,8 @@ for fmt, d in (("stock", "stock"), (second, "second")):
             p = ""
             if fmt != "stock":
                 lo, hi = find(band, prof["profile"], stat)
-                p = f"{find(pred, prof['profile'], stat):10.1f} {(find(pred, prof['profile'], stat) / v - 1) * 100:+7.1f}%  {f'{lo:.1f}-{hi:.1f}':<22} {'yes' if lo <= v <= hi else 'no'}"
+                y = find(pred, prof["profile"], stat)
+                p = f"{y:10.1f} {(y / v - 1) * 100:+7.1f}% {(y / m - 1) * 100:+7.1f}%  {f'{lo:.1f}-{hi:.1f}':<22} {'yes' if lo <= v <= hi else 'no'}"
             print(f"{fmt:<16} {prof['profile']:<14} {stat:<12} {v:10.1f} {m:13.1f} {r:6.2f} {p}{flag}")
 for q in fit["parameters"]:
     told = "pinned" if q["pinned"] else "not pinned over {:.4g}-{:.4g}".format(*q["not_told_apart"])
