@@ -31,8 +31,8 @@
 # /dev/shm when that has 16 GiB free (on this VM's disk, page-cache
 # writeback held the attached card's 4K writes to 0.86 of its model, 0.96
 # in RAM, at op=20 % on 2026-11-27; at capacity=290G they run at 0.78-0.84
-# of it in RAM), else to /tmp; WORK=DIR chooses. It is removed at the end unless
-# KEEP=1.
+# of it in RAM), else to /tmp; WORK=DIR chooses. It is removed at the end
+# unless KEEP=1.
 set -euo pipefail
 SCALE=${1:-0.03}
 SECOND=${2:-capacity=290G}
