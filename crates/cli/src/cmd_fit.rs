@@ -146,6 +146,15 @@ pub struct FitArgs {
     /// A review results.json input: relative tolerance of every figure.
     #[arg(long, default_value_t = 0.1)]
     pub review_tolerance: f64,
+    /// A review results.json input: also fit each test's first
+    /// preconditioning round (IOPS at 16T/16Q right after the review's
+    /// purge and fill: the device's burst, or the host path's cap where
+    /// that is lower; statistic first_round_iops). Free host.thread_ns
+    /// with it to fit a host path that holds the device back (an attached
+    /// card's FUSE and loop path). The device must start the review freshly
+    /// formatted, as the model does.
+    #[arg(long)]
+    pub review_first_round: bool,
     /// Checkpoint of evaluated points (default: OUT with .checkpoint.jsonl);
     /// a rerun with the same inputs continues from it.
     #[arg(long)]
@@ -488,8 +497,18 @@ pub fn fit(a: FitArgs) -> Result<()> {
         bail!("--review-tolerance: {} must be > 0", a.review_tolerance);
     }
     fit::parse_format(&a.review_format).map_err(|e| anyhow!("--review-format: {e}"))?;
-    let figures = fit::load_figures(&figures_path, &a.review_format, a.review_tolerance)
-        .map_err(|e| anyhow!("{e}"))?;
+    if a.review_first_round && figures_path.extension().and_then(|e| e.to_str()) != Some("json") {
+        bail!(
+            "--review-first-round: {} is not a review results.json (a figures table names first_round_iops itself)",
+            figures_path.display()
+        );
+    }
+    let review = fit::ReviewInput {
+        format: a.review_format.clone(),
+        tolerance: a.review_tolerance,
+        first_round: a.review_first_round,
+    };
+    let figures = fit::load_figures(&figures_path, &review).map_err(|e| anyhow!("{e}"))?;
     let base = Preset::resolve(&a.device).map_err(|e| anyhow!("--device: {e}"))?;
     let free_names: Vec<String> = match &a.free {
         Some(f) => f.split(',').map(|s| s.trim().to_string()).collect(),

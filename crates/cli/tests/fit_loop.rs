@@ -116,11 +116,16 @@ fn fit(rig: &Rig, device: &str, iters: &str, name: &str) -> (String, serde_json:
             "--scale",
             SCALE,
             "--free",
-            "vsl.reserved_fraction",
+            "vsl.reserved_fraction,host.thread_ns",
+            "--review-first-round",
             "--max-iters",
             iters,
+            "--round",
+            "3s",
             "--window",
             "10s",
+            "--max-precondition",
+            "120s",
             "--review-tolerance",
             "0.02",
             "--predict",
@@ -143,7 +148,7 @@ fn iops(r: &serde_json::Value) -> (f64, f64) {
             .as_array()
             .unwrap()
             .iter()
-            .find(|p| p["figure"].as_str().unwrap().ends_with("iops"))
+            .find(|p| p["figure"].as_str().unwrap().ends_with(" iops"))
             .unwrap()[value]
             .as_f64()
             .unwrap()
@@ -229,6 +234,7 @@ fn black_box_loop_on_an_attached_card() {
     let (fit_out, r) = fit(&rig, "iodrive-duo-640-mlc", "15", "fitted");
     println!("{fit_out}");
     let reserve = r["parameters"][0]["fitted"].as_f64().unwrap();
+    let path_ns = r["parameters"][1]["fitted"].as_f64().unwrap();
     let (_, predicted) = iops(&r);
 
     ok(&rig, &["detach", "--all"]);
@@ -249,7 +255,9 @@ fn black_box_loop_on_an_attached_card() {
     }
     let err = predicted / op - 1.0;
     println!(
-        "black-box loop: hidden reserve 0.18, fitted {reserve:.4}; 4K random write at {CAPACITY}: predicted {predicted:.0}, measured {op:.0} ({:+.1} %); stock measured {stock:.0}; {:.0} s",
+        "black-box loop: hidden reserve 0.18, fitted {reserve:.4}; the host path {:.0} µs per I/O of a thread ({}); 4K random write at {CAPACITY}: predicted {predicted:.0}, measured {op:.0} ({:+.1} %); stock measured {stock:.0}; {:.0} s",
+        path_ns / 1e3,
+        if path_ns > 0.0 { format!("{:.0} IOPS at 16 threads", 16e9 / path_ns) } else { "no cap".into() },
         err * 100.0,
         t0.elapsed().as_secs_f64()
     );

@@ -27,6 +27,10 @@ pub const STATISTICS: &[(&str, &str)] = &[
     ("max_lat_us", "peak latency, µs"),
     ("wa", "write amplification (modelled cards only)"),
     (
+        "first_round_iops",
+        "I/Os per second of the test's first preconditioning round (16T/16Q, right after the purge and fill): the card's burst, or the host path's cap where that is lower; threads and qd must be 16",
+    ),
+    (
         "row",
         "a `vsl validate` row, named by `test`, of the stock (SYSTEM.md §4) or hp (§4b) table; threads and qd are not used",
     ),
@@ -45,6 +49,8 @@ fn statistic(s: &IntervalStats, name: &str) -> f64 {
         "lat_stddev_us" => s.lat_stddev_us,
         "max_lat_us" => s.lat_max_us,
         "wa" => s.write_amplification,
+        // The first preconditioning round's stats, read as IOPS.
+        "first_round_iops" => s.iops,
         _ => unreachable!("statistic checked on load"),
     }
 }
@@ -112,6 +118,11 @@ impl Figure {
         self.statistic == "row"
     }
 
+    /// The test's first preconditioning round rather than a matrix point.
+    pub fn is_first_round(&self) -> bool {
+        self.statistic == "first_round_iops"
+    }
+
     fn check(&self, origin: &str, i: usize) -> Result<(), String> {
         let at = format!("{origin}: figure {} ({})", i + 1, self.label());
         if self.is_row() {
@@ -156,6 +167,12 @@ impl Figure {
                 ));
             }
         }
+        if self.is_first_round() && (self.threads, self.qd) != (16, 16) {
+            return Err(format!(
+                "{at}: first_round_iops is measured at 16 threads x qd 16 (the preconditioning's), not {}/{}",
+                self.threads, self.qd
+            ));
+        }
         if !(1..=1024).contains(&self.threads) || !(1..=4096).contains(&self.qd) {
             return Err(format!(
                 "{at}: threads {} / qd {} out of range 1..=1024 / 1..=4096",
@@ -183,15 +200,34 @@ struct FiguresToml {
     figure: Vec<Figure>,
 }
 
+/// How to read a `vsl review` results.json as figures.
+#[derive(Clone, Debug)]
+pub struct ReviewInput {
+    /// The format the device was measured at.
+    pub format: String,
+    /// Relative tolerance of every figure.
+    pub tolerance: f64,
+    /// Also each test's first preconditioning round (`first_round_iops`),
+    /// where the review purged and filled the device before it: the
+    /// device's burst, or the host path's cap where that is lower.
+    pub first_round: bool,
+}
+
+impl Default for ReviewInput {
+    fn default() -> Self {
+        ReviewInput {
+            format: "stock".into(),
+            tolerance: 0.1,
+            first_round: false,
+        }
+    }
+}
+
 /// Reads a figures table: TOML (`[[figure]]` tables) or CSV (header
 /// `test,format,threads,qd,statistic,value,tolerance`), or a `vsl review`
-/// results.json of a real device (`review_format` and `review_tolerance`
-/// then say what it was formatted as and how closely to fit it).
-pub fn load_figures(
-    path: &std::path::Path,
-    review_format: &str,
-    review_tolerance: f64,
-) -> Result<Vec<Figure>, String> {
+/// results.json of a real device (`review` then says what it was
+/// formatted as, how closely to fit it and which figures to take).
+pub fn load_figures(path: &std::path::Path, review: &ReviewInput) -> Result<Vec<Figure>, String> {
     let origin = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| format!("{origin}: {e}"))?;
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
@@ -202,7 +238,7 @@ pub fn load_figures(
             t.figure
         }
         "csv" => parse_csv(&text, &origin)?,
-        "json" => from_review_json(&text, &origin, review_format, review_tolerance)?,
+        "json" => from_review_json(&text, &origin, review)?,
         _ => {
             return Err(format!(
                 "{origin}: expected a .toml or .csv figures table or a vsl review results.json"
@@ -270,12 +306,8 @@ fn parse_csv(text: &str, origin: &str) -> Result<Vec<Figure>, String> {
 
 /// The matrix points of a `vsl review` results.json (its first target) as
 /// figures: IOPS and mean latency of every profile's every point.
-fn from_review_json(
-    text: &str,
-    origin: &str,
-    format: &str,
-    tolerance: f64,
-) -> Result<Vec<Figure>, String> {
+fn from_review_json(text: &str, origin: &str, review: &ReviewInput) -> Result<Vec<Figure>, String> {
+    let (format, tolerance) = (review.format.as_str(), review.tolerance);
     let v: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("{origin}: not JSON ({e})"))?;
     let tool = v.get("tool").and_then(|t| t.as_str()).unwrap_or("");
@@ -302,8 +334,31 @@ fn from_review_json(
         ));
     }
     let mut out = Vec::new();
+    let mut first_rounds = 0;
     for p in t["profiles"].as_array().into_iter().flatten() {
         let test = p["profile"].as_str().unwrap_or_default();
+        let first = p["precondition"].as_array().and_then(|r| r.first());
+        if let (true, false, Some(r)) = (
+            review.first_round,
+            p["reused_state"].as_bool().unwrap_or(false),
+            first,
+        ) {
+            let value = r["iops"].as_f64().ok_or_else(|| {
+                format!("{origin}: {test}'s first preconditioning round has no iops")
+            })?;
+            first_rounds += 1;
+            out.push(Figure {
+                test: test.into(),
+                format: format.into(),
+                threads: 16,
+                qd: 16,
+                statistic: "first_round_iops".into(),
+                value,
+                tolerance,
+                at_least: false,
+                range: None,
+            });
+        }
         for m in p["matrix"].as_array().into_iter().flatten() {
             let (Some(threads), Some(qd)) = (m["threads"].as_u64(), m["qd"].as_u64()) else {
                 return Err(format!(
@@ -328,9 +383,14 @@ fn from_review_json(
             }
         }
     }
-    if out.is_empty() {
+    if out.len() == first_rounds {
         return Err(format!(
             "{origin}: the review measured no profile matrix (run it with profiles)"
+        ));
+    }
+    if review.first_round && first_rounds == 0 {
+        return Err(format!(
+            "{origin}: first preconditioning rounds asked for, but no test of the review preconditioned"
         ));
     }
     Ok(out)
@@ -355,7 +415,7 @@ pub struct ParamDef {
 pub const PARAMS: &[ParamDef] = &[
     ParamDef { name: "host.read_ns", lo: 5_000.0, hi: 60_000.0, integer: true, why: "calibrated: host software cost per read, 5-60 µs (a block driver to twice the first VSL's)" },
     ParamDef { name: "host.write_ns", lo: 5_000.0, hi: 60_000.0, integer: true, why: "calibrated: host software cost per write, 5-60 µs" },
-    ParamDef { name: "host.thread_ns", lo: 0.0, hi: 40_000.0, integer: true, why: "calibrated: host CPU time per I/O that holds the submitting thread, 0-40 µs" },
+    ParamDef { name: "host.thread_ns", lo: 0.0, hi: 2_000_000.0, integer: true, why: "calibrated: host time per I/O that holds the submitting thread, 0-2 ms: 0-40 µs on a native host, up to 2 ms where an emulated path carries the I/O (FUSE and loop in a VM: 0.65 ms measured, docs/MODEL.md)" },
     ParamDef { name: "vsl.reserved_fraction", lo: 0.05, hi: 0.25, integer: false, why: "calibrated: reserved erase units, 5-25 % (beyond the formatted spare)" },
     ParamDef { name: "vsl.gc_share", lo: 0.1, hi: 1.0, integer: false, why: "assumption: the groomer's share of the array's move capacity" },
     ParamDef { name: "vsl.gc_runway_lebs", lo: 0.0, hi: 4.0, integer: false, why: "assumption: free space, in erase units (fractions allowed), a foreground stall gains beyond the low watermark" },
@@ -493,10 +553,12 @@ pub fn evaluate(
             v
         };
         let profiles = uniq(&|f| f.test.clone());
-        let mut threads: Vec<u32> = idx.iter().map(|&i| figures[i].threads).collect();
+        // The matrix points the figures name (a first round is no matrix point).
+        let points = || idx.iter().map(|&i| &figures[i]).filter(|f| !f.is_first_round());
+        let mut threads: Vec<u32> = points().map(|f| f.threads).collect();
         threads.sort();
         threads.dedup();
-        let mut qds: Vec<u32> = idx.iter().map(|&i| figures[i].qd).collect();
+        let mut qds: Vec<u32> = points().map(|f| f.qd).collect();
         qds.sort();
         qds.dedup();
         let plan = ReviewPlan {
@@ -521,17 +583,19 @@ pub fn evaluate(
         }
         for &i in &idx {
             let f = &figures[i];
-            let p = r
-                .profiles
-                .iter()
-                .find(|p| p.profile == f.test)
-                .and_then(|p| {
+            let p = r.profiles.iter().find(|p| p.profile == f.test);
+            let stats = if f.is_first_round() {
+                p.and_then(|p| p.precondition.first())
+            } else {
+                p.and_then(|p| {
                     p.matrix
                         .iter()
                         .find(|m| m.threads == f.threads && m.qd == f.qd)
+                        .map(|m| &m.stats)
                 })
-                .ok_or_else(|| format!("no result for {}", f.label()))?;
-            out[i] = statistic(&p.stats, &f.statistic);
+            }
+            .ok_or_else(|| format!("no result for {}", f.label()))?;
+            out[i] = statistic(stats, &f.statistic);
         }
     }
     Ok(out)
@@ -869,7 +933,7 @@ mod tests {
     fn load(name: &str, text: &str) -> Result<Vec<Figure>, String> {
         let p = std::env::temp_dir().join(format!("lab-fit-{}-{name}", std::process::id()));
         std::fs::write(&p, text).unwrap();
-        let r = load_figures(&p, "stock", 0.1);
+        let r = load_figures(&p, &ReviewInput::default());
         let _ = std::fs::remove_file(&p);
         r
     }
@@ -892,6 +956,48 @@ mod tests {
             e.contains("no `vsl validate` row") && e.contains("hp table"),
             "{e}"
         );
+    }
+
+    /// A review results.json of two tests: the first preconditioned from
+    /// a purge (first round 24,550 IOPS), the second on its state.
+    const REVIEW: &str = r#"{"tool": "openvsl", "plan": {}, "targets": [{"profiles": [
+        {"profile": "4k-randwrite", "reused_state": false,
+         "precondition": [{"iops": 24550.4}, {"iops": 17188.2}],
+         "matrix": [{"threads": 16, "qd": 16, "stats": {"iops": 12516.0, "lat_avg_us": 20277.0}}]},
+        {"profile": "4k-randread", "reused_state": true, "precondition": [],
+         "matrix": [{"threads": 16, "qd": 16, "stats": {"iops": 90000.0, "lat_avg_us": 2800.0}}]}]}]}"#;
+
+    fn load_review(text: &str, first_round: bool) -> Result<Vec<Figure>, String> {
+        let r = ReviewInput {
+            first_round,
+            ..ReviewInput::default()
+        };
+        from_review_json(text, "r.json", &r)
+    }
+
+    #[test]
+    fn a_review_gives_first_rounds_only_when_asked_and_only_after_a_purge() {
+        let plain = load_review(REVIEW, false).unwrap();
+        assert_eq!(plain.len(), 4);
+        assert!(!plain.iter().any(Figure::is_first_round));
+        let with = load_review(REVIEW, true).unwrap();
+        let first: Vec<&Figure> = with.iter().filter(|f| f.is_first_round()).collect();
+        // The read test reused the write test's state: no first round.
+        assert_eq!(first.len(), 1, "{with:?}");
+        assert_eq!(first[0].test, "4k-randwrite");
+        assert_eq!(first[0].value, 24550.4);
+        assert_eq!(first[0].label(), "4k-randwrite stock 16T/16Q first_round_iops");
+        assert_eq!(with.len(), 5);
+        // Asked for where no test preconditioned: an error, not silence.
+        let none = REVIEW.replace(r#"[{"iops": 24550.4}, {"iops": 17188.2}]"#, "[]");
+        let e = load_review(&none, true).unwrap_err();
+        assert!(e.contains("no test of the review preconditioned"), "{e}");
+        assert_eq!(load_review(&none, false).unwrap().len(), 4);
+        // A first round is measured at the preconditioning's 16T/16Q.
+        let t = "[[figure]]\ntest = \"4k-randwrite\"\nformat = \"stock\"\nqd = 8\nstatistic = \"first_round_iops\"\nvalue = 24550\ntolerance = 0.1\n";
+        let e = load("fr.toml", t).unwrap_err();
+        assert!(e.contains("first_round_iops is measured at 16 threads x qd 16"), "{e}");
+        assert!(load("fr16.toml", &t.replace("qd = 8", "qd = 16")).is_ok());
     }
 
     #[test]
@@ -1009,7 +1115,7 @@ mod tests {
     fn the_bench_row_files_carry_the_validate_tables_ranges() {
         let bench = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench");
         for name in ["fit_640mlc_rows.toml", "fit_640mlc_steady.toml"] {
-            let figures = load_figures(&bench.join(name), "stock", 0.1).unwrap();
+            let figures = load_figures(&bench.join(name), &ReviewInput::default()).unwrap();
             for f in figures.iter().filter(|f| f.is_row()) {
                 let m = crate::validate::measured(&f.format, &f.test).unwrap();
                 assert_eq!(f.interval(), (m.lo, m.hi), "{name}: {}", f.label());
