@@ -341,7 +341,11 @@ fn fit_recovers_a_hidden_reserve_and_predicts_another_format() {
 fn fit_first_round_recovers_a_slow_host_path() {
     let dir = tmp("path");
     let (_, text, _) = vsl(&["devices", "--show", "iodrive-duo-640-mlc"]);
-    let hidden_text = set_field(&set_field(&text, "reserved_fraction", "0.18"), "thread_ns", "650000");
+    let hidden_text = set_field(
+        &set_field(&text, "reserved_fraction", "0.18"),
+        "thread_ns",
+        "650000",
+    );
     let hidden = dir.join("hidden.toml");
     std::fs::write(&hidden, hidden_text).unwrap();
     let h = hidden.to_str().unwrap().to_string();
@@ -349,7 +353,17 @@ fn fit_first_round_recovers_a_slow_host_path() {
     // it is the burst, before the groomer has to keep up (10 s rounds write
     // 10 %, and the first round is the groomer's 17 K, not the path's).
     let measured = review_rounds(&dir, &format!("{h}:stock"), "measured", "2s");
-    let mut args = fit_args(&dir, &["--max-iters", "20", "--predict", "capacity=290G", "--round", "2s"]);
+    let mut args = fit_args(
+        &dir,
+        &[
+            "--max-iters",
+            "20",
+            "--predict",
+            "capacity=290G",
+            "--round",
+            "2s",
+        ],
+    );
     let i = args.iter().position(|a| a == "--free").unwrap() + 1;
     args[i] = "host.thread_ns,vsl.reserved_fraction".into();
     let mut with_first = args.clone();
@@ -358,10 +372,8 @@ fn fit_first_round_recovers_a_slow_host_path() {
     let (code, out, err) = vsl(&a);
     assert_eq!(code, 0, "{err}");
     println!("{out}");
-    let rep: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("report.json")).unwrap(),
-    )
-    .unwrap();
+    let rep: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
     let first = rep["figures"]
         .as_array()
         .unwrap()
@@ -383,7 +395,10 @@ fn fit_first_round_recovers_a_slow_host_path() {
     };
     let (thread_ns, reserve) = (fitted("host.thread_ns"), fitted("vsl.reserved_fraction"));
     println!("hidden thread_ns 650000, reserve 0.18; fitted {thread_ns:.0}, {reserve:.4}");
-    assert!((thread_ns / 650_000.0 - 1.0).abs() < 0.1, "fitted thread_ns {thread_ns}");
+    assert!(
+        (thread_ns / 650_000.0 - 1.0).abs() < 0.1,
+        "fitted thread_ns {thread_ns}"
+    );
     assert!((reserve - 0.18).abs() < 0.03, "fitted reserve {reserve}");
     // The prediction at 290 GiB (311 GB against stock's 320) against the hidden card through that host, and
     // against the card alone (the path costs it a share of its steady state).
@@ -394,16 +409,33 @@ fn fit_first_round_recovers_a_slow_host_path() {
         .find(|p| p["figure"] == "4k-randwrite capacity=290G 16T/16Q iops")
         .and_then(|p| p["predicted"].as_f64())
         .unwrap_or_else(|| panic!("no 290G prediction among {}", rep["predictions"]));
-    let truth = iops(&review_rounds(&dir, &format!("{h}:capacity=290G"), "truth", "2s"));
-    let alone = set_field(&std::fs::read_to_string(&hidden).unwrap(), "thread_ns", "19500");
+    let truth = iops(&review_rounds(
+        &dir,
+        &format!("{h}:capacity=290G"),
+        "truth",
+        "2s",
+    ));
+    let alone = set_field(
+        &std::fs::read_to_string(&hidden).unwrap(),
+        "thread_ns",
+        "19500",
+    );
     let alone_path = dir.join("alone.toml");
     std::fs::write(&alone_path, alone).unwrap();
-    let card = iops(&review_rounds(&dir, &format!("{}:capacity=290G", alone_path.display()), "alone", "2s"));
+    let card = iops(&review_rounds(
+        &dir,
+        &format!("{}:capacity=290G", alone_path.display()),
+        "alone",
+        "2s",
+    ));
     println!(
         "4K random write at 290 GiB through the path: predicted {predicted:.0}, measured {truth:.0} ({:+.1} %); the card alone {card:.0}",
         (predicted / truth - 1.0) * 100.0
     );
-    assert!(card > truth * 1.05, "the path held the card back by under 5 %: {card} against {truth}");
+    assert!(
+        card > truth * 1.05,
+        "the path held the card back by under 5 %: {card} against {truth}"
+    );
     assert!((predicted / truth - 1.0).abs() < 0.05, "prediction off");
 }
 

@@ -2,11 +2,10 @@
 //! (as the issue asks): attach a card from a preset file the lab is not
 //! told (the 640 MLC with 18 % reserved instead of the shipped 13 %),
 //! measure its loop device with `vsl review --target blockdev:`, `vsl fit`
-//! the reserve from that review alone, predict the card formatted to
-//! another capacity, `vsl format` the card to it and measure again.
-//! Wall-time measurements on a shared machine: the tolerance is wide
-//! (25 %) and the figures are printed; the larger run, with 8K 70/30 too,
-//! is `bench/fit_loop.sh`.
+//! the reserve and the host path from that review alone, predict the card
+//! formatted to another capacity, `vsl format` the card to it and measure
+//! again, once: the prediction must be within 15 % (the issue's figure);
+//! the larger run, with 8K 70/30 too, is `bench/fit_loop.sh`.
 //!
 //! The second format is a capacity, 290 GiB per ioDimm (311 GB; `G` is
 //! binary in sizes, as in fio; stock is 320 GB):
@@ -14,14 +13,18 @@
 //! parameter the fit recovers, so the prediction tests the fit. (An
 //! over-provisioning share of the usable NAND does not: the hidden card's
 //! model at 20 % gives 35.2 K IOPS at reserve 0.18 and 34.5 K at 0.1954.)
-//! At this scale the hidden card's model (the review's method: a few
-//! rounds of preconditioning, a 10 s window) gives 17.3 K IOPS at stock
-//! and 22.5 K at 290 GiB, well under what the FUSE and loop path serves on
-//! two cores; the card's store is in RAM (/dev/shm) when there is room,
-//! since on this machine's disk page-cache writeback throttled the
-//! attached card (20 % iowait, 28.8 K against 33.1 K IOPS at 20 %
-//! over-provisioning). CI on 2026-11-28 measured 25.3-27.2 K at 20 %
-//! over-provisioning with the store on disk, against 34.5 K predicted.
+//!
+//! The host path: an attached card on this machine answers about 25 K
+//! I/Os a second at 16T/16Q however fast its model is, and the groomer's
+//! stop-and-go then leaves the array idle while the runway trickles in, so
+//! the card gives 0.8 of its own model in steady state (docs/MODEL.md,
+//! "The host path in a measurement"). The fit takes the review's first
+//! preconditioning round as a figure too (`--review-first-round`) and fits
+//! `host.thread_ns` with the reserve, so it predicts the card through this
+//! host; it models the review's own rounds, window and preconditioning cap.
+//! The card's store is in RAM (/dev/shm) when there is room, since on this
+//! machine's disk page-cache writeback throttled the attached card (20 %
+//! iowait, 28.8 K against 33.1 K IOPS at 20 % over-provisioning).
 
 mod common;
 use common::{set_field, skip, Rig};
@@ -64,19 +67,12 @@ fn review(rig: &Rig, dev: &str, plan: &Path, out: &Path) -> f64 {
 }
 
 /// An attached card measured under this share of its own model's
-/// virtual-time figure was limited by the host, not by the model. The
-/// host's part: the store copies every slot the card programs (host writes
-/// and GC moves alike), so at 4K random write in steady state it works at
-/// the card's NAND write rate whatever the format. On this machine the
-/// attached card delivered 88 % of its model at stock and 79-84 % at 290
-/// GB with the store in RAM (2026-11-28); the fit takes the stock
-/// shortfall into the reserve, which lowers the prediction with it.
+/// virtual-time figure was limited by the host beyond what the fit's host
+/// path can stand for (a loaded machine): the loop says so and stops. On
+/// this machine the attached card delivered 0.76-0.84 of its model on 4K
+/// writes with the store in RAM (2026-11-28/29), which the fitted path
+/// accounts for.
 const HOST_SHORT: f64 = 0.7;
-
-/// Under this share of its model the attached card at the second format is
-/// measured once more, and the better of the two counts: the machine can
-/// only hold the card back, so the higher figure is the nearer one.
-const REMEASURE: f64 = 0.9;
 
 /// The second format: `vsl format --capacity` and `vsl fit --predict
 /// capacity=`.
@@ -241,14 +237,8 @@ fn black_box_loop_on_an_attached_card() {
     ok(&rig, &["format", s, "--capacity", CAPACITY, "-y"]);
     let out = ok(&rig, &["attach", "--store", s]);
     let dev = out.split('\t').next().unwrap().trim().to_string();
-    let mut op = review(&rig, &dev, &plan, &dir.join("op"));
+    let op = review(&rig, &dev, &plan, &dir.join("op"));
     println!("the hidden card's own model at {CAPACITY}, virtual time: {op_model:.0} IOPS; attached and measured: {op:.0}");
-    // Measure once more when the machine fell short of the card.
-    if op < REMEASURE * op_model {
-        let again = review(&rig, &dev, &plan, &dir.join("op-again"));
-        println!("measured again at {CAPACITY}: {again:.0} IOPS");
-        op = op.max(again);
-    }
     ok(&rig, &["detach", "--all"]);
     if host_limited(CAPACITY, op, op_model) {
         return;
@@ -266,7 +256,11 @@ fn black_box_loop_on_an_attached_card() {
         "a smaller capacity did not raise write IOPS: {op} vs {stock}"
     );
     assert!(
-        err.abs() < 0.25,
+        err.abs() < 0.15,
         "prediction {predicted:.0} vs measured {op:.0}"
+    );
+    assert!(
+        (reserve - 0.18).abs() < 0.03,
+        "fitted reserve {reserve:.4} against the hidden 0.18"
     );
 }

@@ -554,7 +554,11 @@ pub fn evaluate(
         };
         let profiles = uniq(&|f| f.test.clone());
         // The matrix points the figures name (a first round is no matrix point).
-        let points = || idx.iter().map(|&i| &figures[i]).filter(|f| !f.is_first_round());
+        let points = || {
+            idx.iter()
+                .map(|&i| &figures[i])
+                .filter(|f| !f.is_first_round())
+        };
         let mut threads: Vec<u32> = points().map(|f| f.threads).collect();
         threads.sort();
         threads.dedup();
@@ -986,7 +990,10 @@ mod tests {
         assert_eq!(first.len(), 1, "{with:?}");
         assert_eq!(first[0].test, "4k-randwrite");
         assert_eq!(first[0].value, 24550.4);
-        assert_eq!(first[0].label(), "4k-randwrite stock 16T/16Q first_round_iops");
+        assert_eq!(
+            first[0].label(),
+            "4k-randwrite stock 16T/16Q first_round_iops"
+        );
         assert_eq!(with.len(), 5);
         // Asked for where no test preconditioned: an error, not silence.
         let none = REVIEW.replace(r#"[{"iops": 24550.4}, {"iops": 17188.2}]"#, "[]");
@@ -996,7 +1003,10 @@ mod tests {
         // A first round is measured at the preconditioning's 16T/16Q.
         let t = "[[figure]]\ntest = \"4k-randwrite\"\nformat = \"stock\"\nqd = 8\nstatistic = \"first_round_iops\"\nvalue = 24550\ntolerance = 0.1\n";
         let e = load("fr.toml", t).unwrap_err();
-        assert!(e.contains("first_round_iops is measured at 16 threads x qd 16"), "{e}");
+        assert!(
+            e.contains("first_round_iops is measured at 16 threads x qd 16"),
+            "{e}"
+        );
         assert!(load("fr16.toml", &t.replace("qd = 8", "qd = 16")).is_ok());
     }
 
