@@ -305,7 +305,10 @@ fn parse_csv(text: &str, origin: &str) -> Result<Vec<Figure>, String> {
 }
 
 /// The matrix points of a `vsl review` results.json (its first target) as
-/// figures: IOPS and mean latency of every profile's every point.
+/// figures: IOPS and mean latency of every profile's every point, and with
+/// `review.first_round` the first preconditioning round of every profile
+/// that preconditioned from a purge (not one that reused the previous
+/// profile's state).
 fn from_review_json(text: &str, origin: &str, review: &ReviewInput) -> Result<Vec<Figure>, String> {
     let (format, tolerance) = (review.format.as_str(), review.tolerance);
     let v: serde_json::Value =
