@@ -146,14 +146,39 @@ fn iops(r: &serde_json::Value) -> f64 {
 /// The hidden card (the 640 MLC with 18 % reserved instead of 10 %) as a
 /// preset file in `dir`, and its review at stock (`dir/measured`).
 fn hidden_card_review(dir: &Path) -> (String, serde_json::Value) {
-    let (_, text, _) = vsl(&["devices", "--show", "iodrive-duo-640-mlc"]);
-    let hidden_text = set_field(&text, "reserved_fraction", "0.18");
-    assert_ne!(hidden_text, text);
-    let hidden = dir.join("hidden.toml");
-    std::fs::write(&hidden, hidden_text).unwrap();
-    let h = hidden.to_str().unwrap().to_string();
+    let h = hidden_card(dir, &[]);
     let measured = review(dir, &format!("{h}:stock"), "measured");
     (h, measured)
+}
+
+/// The hidden card's preset file in `dir` (the 640 MLC with 18 % reserved,
+/// and `fields` set too): its path.
+fn hidden_card(dir: &Path, fields: &[(&str, &str)]) -> String {
+    let (_, text, _) = vsl(&["devices", "--show", "iodrive-duo-640-mlc"]);
+    let mut hidden_text = set_field(&text, "reserved_fraction", "0.18");
+    assert_ne!(hidden_text, text);
+    for (key, value) in fields {
+        hidden_text = set_field(&hidden_text, key, value);
+    }
+    let hidden = dir.join("hidden.toml");
+    std::fs::write(&hidden, hidden_text).unwrap();
+    hidden.to_str().unwrap().to_string()
+}
+
+/// The entry of a fit report's `list` ("figures", "predictions",
+/// "parameters") whose `key` is `name`.
+fn entry<'a>(
+    rep: &'a serde_json::Value,
+    list: &str,
+    key: &str,
+    name: &str,
+) -> &'a serde_json::Value {
+    rep[list]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e[key] == name)
+        .unwrap_or_else(|| panic!("no {name} among the {list}: {}", rep[list]))
 }
 
 /// `vsl fit` of the hidden card's review (in scratch directory `name`) with
@@ -340,15 +365,7 @@ fn fit_recovers_a_hidden_reserve_and_predicts_another_format() {
 #[test]
 fn fit_first_round_recovers_a_slow_host_path() {
     let dir = tmp("path");
-    let (_, text, _) = vsl(&["devices", "--show", "iodrive-duo-640-mlc"]);
-    let hidden_text = set_field(
-        &set_field(&text, "reserved_fraction", "0.18"),
-        "thread_ns",
-        "650000",
-    );
-    let hidden = dir.join("hidden.toml");
-    std::fs::write(&hidden, hidden_text).unwrap();
-    let h = hidden.to_str().unwrap().to_string();
+    let h = hidden_card(&dir, &[("thread_ns", "650000")]);
     // Rounds of 2 s: the first writes 2 % of the card (at scale 0.01), so
     // it is the burst, before the groomer has to keep up (10 s rounds write
     // 10 %, and the first round is the groomer's 17 K, not the path's).
@@ -366,31 +383,26 @@ fn fit_first_round_recovers_a_slow_host_path() {
     );
     let i = args.iter().position(|a| a == "--free").unwrap() + 1;
     args[i] = "host.thread_ns,vsl.reserved_fraction".into();
-    let mut with_first = args.clone();
-    with_first.push("--review-first-round".into());
-    let a: Vec<&str> = with_first.iter().map(String::as_str).collect();
+    args.push("--review-first-round".into());
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, out, err) = vsl(&a);
     assert_eq!(code, 0, "{err}");
     println!("{out}");
     let rep: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
-    let first = rep["figures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["figure"] == "4k-randwrite stock 16T/16Q first_round_iops")
-        .unwrap_or_else(|| panic!("no first round among {}", rep["figures"]));
+    let first = entry(
+        &rep,
+        "figures",
+        "figure",
+        "4k-randwrite stock 16T/16Q first_round_iops",
+    );
     let measured_first = measured["targets"][0]["profiles"][0]["precondition"][0]["iops"]
         .as_f64()
         .unwrap();
     assert_eq!(first["measured"].as_f64(), Some(measured_first));
     let fitted = |name: &str| {
-        rep["parameters"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["name"] == name)
-            .and_then(|p| p["fitted"].as_f64())
+        entry(&rep, "parameters", "name", name)["fitted"]
+            .as_f64()
             .unwrap()
     };
     let (thread_ns, reserve) = (fitted("host.thread_ns"), fitted("vsl.reserved_fraction"));
@@ -400,26 +412,24 @@ fn fit_first_round_recovers_a_slow_host_path() {
         "fitted thread_ns {thread_ns}"
     );
     assert!((reserve - 0.18).abs() < 0.03, "fitted reserve {reserve}");
-    // The prediction at 290 GiB (311 GB against stock's 320) against the hidden card through that host, and
-    // against the card alone (the path costs it a share of its steady state).
-    let predicted = rep["predictions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["figure"] == "4k-randwrite capacity=290G 16T/16Q iops")
-        .and_then(|p| p["predicted"].as_f64())
-        .unwrap_or_else(|| panic!("no 290G prediction among {}", rep["predictions"]));
+    // The prediction at 290 GiB (311 GB against stock's 320) against the
+    // hidden card through that host, and against the card alone (the path
+    // costs it a share of its steady state).
+    let predicted = entry(
+        &rep,
+        "predictions",
+        "figure",
+        "4k-randwrite capacity=290G 16T/16Q iops",
+    )["predicted"]
+        .as_f64()
+        .unwrap();
     let truth = iops(&review_rounds(
         &dir,
         &format!("{h}:capacity=290G"),
         "truth",
         "2s",
     ));
-    let alone = set_field(
-        &std::fs::read_to_string(&hidden).unwrap(),
-        "thread_ns",
-        "19500",
-    );
+    let alone = set_field(&std::fs::read_to_string(&h).unwrap(), "thread_ns", "19500");
     let alone_path = dir.join("alone.toml");
     std::fs::write(&alone_path, alone).unwrap();
     let card = iops(&review_rounds(
