@@ -123,9 +123,8 @@ echo "# review at $SECOND of $dev ($((SECONDS - t0)) s)"
 $VSL review --target "blockdev:$dev" --plan "$W/plan.toml" --out "$W/second" -q
 $VSL detach --all
 python3 - "$W" "$SECOND" <<'PY'
-import json, sys
+import json, os, sys
 w, second = sys.argv[1], sys.argv[2]
-import os
 fit, truth = (json.load(open(f"{w}/{n}.json")) for n in ("fitted", "truth"))
 # The reference of `vs model`: the hidden card through the fitted path when
 # the fit freed host.thread_ns, else the card alone.
