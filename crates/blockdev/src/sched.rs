@@ -28,6 +28,57 @@ pub fn make_realtime(priority: i32) -> std::io::Result<()> {
     }
 }
 
+/// Makes the calling thread SCHED_FIFO at `priority` if given, and says
+/// at which priority it now runs (None: ordinary, including when refused,
+/// which is logged as `who` staying an ordinary thread).
+pub fn make_realtime_or_log(priority: Option<i32>, who: &str) -> Option<i32> {
+    let p = priority?;
+    match make_realtime(p) {
+        Ok(()) => Some(p),
+        Err(e) => {
+            tracing::warn!("{who} stays an ordinary thread: {e}");
+            None
+        }
+    }
+}
+
+/// While it lives, the calling thread, SCHED_FIFO at `priority` if given,
+/// runs as an ordinary thread; it is put back at its priority on drop.
+///
+/// For the spin before a deadline: a FIFO thread's `sched_yield` gives
+/// the CPU to no ordinary thread, so on two CPUs a FIFO ring thread's spin
+/// held the CPU the loop device's worker needed to send the next
+/// requests, and the daemon saw them one or two at a time: 26 K IOPS of
+/// 4 KiB random writes at 16 jobs x QD 16 against 94 K with the spin
+/// ordinary (docs/ATTACH_PERF.md, tenth round). Ordinary, the spin's
+/// yield lets any other runnable thread go first, and returns at once
+/// when there is none; the wait before the spin still sleeps as FIFO, so
+/// the wake-up preempts.
+pub struct Ordinary {
+    priority: Option<i32>,
+}
+
+impl Ordinary {
+    pub fn new(priority: Option<i32>) -> Ordinary {
+        if priority.is_some() {
+            let param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: pid 0 is the calling thread; `param` is valid.
+            unsafe {
+                libc::sched_setscheduler(0, libc::SCHED_OTHER | libc::SCHED_RESET_ON_FORK, &param)
+            };
+        }
+        Ordinary { priority }
+    }
+}
+
+impl Drop for Ordinary {
+    fn drop(&mut self) {
+        if let Some(p) = self.priority {
+            let _ = make_realtime(p);
+        }
+    }
+}
+
 /// Whether threads of this process may be made SCHED_FIFO at `priority`:
 /// tried on a scratch thread, so the caller's own policy is untouched.
 pub fn check(priority: i32) -> Result<(), String> {
@@ -96,5 +147,38 @@ mod tests {
         let before = current();
         let _ = check(5);
         assert_eq!(current(), before);
+    }
+
+    #[test]
+    fn a_realtime_thread_spins_as_an_ordinary_one_and_gets_its_priority_back() {
+        let seen = std::thread::spawn(|| {
+            let rt = make_realtime_or_log(Some(7), "the test thread")?;
+            let fifo = current();
+            let spinning = {
+                let _ordinary = Ordinary::new(Some(rt));
+                current()
+            };
+            Some((fifo, spinning, current()))
+        })
+        .join()
+        .unwrap();
+        // Refused (no CAP_SYS_NICE): nothing to demote; the test above
+        // checks the refusal.
+        let Some((fifo, spinning, after)) = seen else {
+            eprintln!("SKIPPED: SCHED_FIFO refused here; Ordinary not exercised");
+            return;
+        };
+        assert_eq!(fifo.0 & !libc::SCHED_RESET_ON_FORK, libc::SCHED_FIFO);
+        assert_eq!(spinning.0 & !libc::SCHED_RESET_ON_FORK, libc::SCHED_OTHER);
+        assert_eq!(after, fifo);
+        // An ordinary thread (no priority) is left as it is.
+        let plain = std::thread::spawn(|| {
+            let before = current();
+            let _ordinary = Ordinary::new(None);
+            (before, current())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(plain.0, plain.1);
     }
 }

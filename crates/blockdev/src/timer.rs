@@ -113,14 +113,7 @@ impl Timer {
         let t2 = t.clone();
         let h = std::thread::Builder::new()
             .name("vsl-timer".into())
-            .spawn(move || {
-                if let Some(p) = rt {
-                    if let Err(e) = crate::sched::make_realtime(p) {
-                        tracing::warn!("the timer thread stays an ordinary thread: {e}");
-                    }
-                }
-                t2.run()
-            })
+            .spawn(move || t2.run(crate::sched::make_realtime_or_log(rt, "the timer thread")))
             .expect("spawn timer thread");
         (t, h)
     }
@@ -153,7 +146,8 @@ impl Timer {
         self.wake.notify_one();
     }
 
-    fn run(&self) {
+    /// `rt`: the thread's SCHED_FIFO priority, if it has one.
+    fn run(&self, rt: Option<i32>) {
         // Sleep precisely: the default 50 µs timer slack would add to every
         // I/O's latency.
         // SAFETY: prctl with an integer argument only affects this thread.
@@ -161,6 +155,9 @@ impl Timer {
             libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
         }
         let mut due = Vec::new();
+        // Set while the thread spins as an ordinary thread
+        // ([`crate::sched::Ordinary`]), across the spin's slices.
+        let mut ordinary = None;
         loop {
             let mut s = self.lock();
             loop {
@@ -174,6 +171,7 @@ impl Timer {
                 s = match s.heap.peek().map(|e| e.at - now) {
                     Some(left) => match sleep_for(left) {
                         Some(d) => {
+                            ordinary = None;
                             let (s, r) = self
                                 .wake
                                 .wait_timeout(s, d)
@@ -186,6 +184,7 @@ impl Timer {
                         None => {
                             // Too close to sleep: spin a little, unlocked.
                             drop(s);
+                            ordinary.get_or_insert_with(|| crate::sched::Ordinary::new(rt));
                             let until = now + left.min(Duration::from_micros(2));
                             while Instant::now() < until {
                                 spin_step();
@@ -193,9 +192,14 @@ impl Timer {
                             self.lock()
                         }
                     },
-                    None => self.wake.wait(s).unwrap_or_else(|p| p.into_inner()),
+                    None => {
+                        ordinary = None;
+                        self.wake.wait(s).unwrap_or_else(|p| p.into_inner())
+                    }
                 };
             }
+            // Back at its priority to answer.
+            ordinary = None;
             let stop = s.stop && s.heap.is_empty();
             drop(s);
             let now = Instant::now();

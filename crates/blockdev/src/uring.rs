@@ -330,11 +330,7 @@ fn queue_thread(
     started: std::sync::mpsc::Sender<Result<(), String>>,
 ) {
     pin_to_cpu(qid);
-    if let Some(p) = rt {
-        if let Err(e) = crate::sched::make_realtime(p) {
-            tracing::warn!("FUSE queue {qid}: stays an ordinary thread: {e}");
-        }
-    }
+    let rt = crate::sched::make_realtime_or_log(rt, &format!("FUSE queue {qid}"));
     let mut ring: IoUring<squeue::Entry128, cqueue::Entry> =
         match IoUring::builder().build((2 * ENTRIES + 8) as u32) {
             Ok(r) => r,
@@ -481,6 +477,7 @@ fn queue_thread(
                 None => {
                     let r = ring.submit();
                     let until = now + left;
+                    let _ordinary = crate::sched::Ordinary::new(rt);
                     let mut cq = ring.completion();
                     while cq.is_empty() && Instant::now() < until {
                         crate::timer::spin_step();
