@@ -16,11 +16,12 @@
 # parameters (default host.thread_ns,vsl.reserved_fraction,vsl.gc_share;
 # the hidden card has reserve 0.18 and groomer share 0.35 against the
 # shipped 0.13 and 0.65).
-# The host path: this machine's FUSE and loop path carries about 25 K
-# I/Os a second, under the card's burst, and the groomer's stop-and-go
-# then leaves the array idle while the runway trickles in: the attached
-# card gives 0.76-0.84 of its own model on 4K writes (docs/MODEL.md, "The
-# host path in a measurement"). The fit takes each test's first
+# The host path: the lab's io_uring client through this machine's loop
+# and FUSE path carries about 28-29 K I/Os a second (25 K before the
+# attach fix of 2026-11-30), under the card's burst, and the groomer's
+# stop-and-go then leaves the array idle while the runway trickles in: the
+# attached card gives 0.85-0.88 of its own model on 4K writes (0.76-0.84
+# before; docs/MODEL.md, "The host path in a measurement"). The fit takes each test's first
 # preconditioning round as a figure too (`--review-first-round`, right
 # after the purge and fill: the path's cap where that is under the card's
 # burst) and fits host.thread_ns, so it predicts the card through this

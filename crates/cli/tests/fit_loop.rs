@@ -14,11 +14,12 @@
 //! over-provisioning share of the usable NAND does not: the hidden card's
 //! model at 20 % gives 35.2 K IOPS at reserve 0.18 and 34.5 K at 0.1954.)
 //!
-//! The host path: an attached card on this machine answers about 25 K
-//! I/Os a second at 16T/16Q however fast its model is, and the groomer's
-//! stop-and-go then leaves the array idle while the runway trickles in, so
-//! the card gives 0.8 of its own model in steady state (docs/MODEL.md,
-//! "The host path in a measurement"). The fit takes the review's first
+//! The host path: the lab's client gets about 28-29 K I/Os a second at
+//! 16T/16Q through an attached card on this machine however fast its
+//! model is, and the groomer's stop-and-go then leaves the array idle
+//! while the runway trickles in, so the card gives 0.85-0.9 of its own
+//! model in steady state (docs/MODEL.md, "The host path in a
+//! measurement"). The fit takes the review's first
 //! preconditioning round as a figure too (`--review-first-round`) and fits
 //! `host.thread_ns` with the reserve, so it predicts the card through this
 //! host; it models the review's own rounds, window and preconditioning cap.
