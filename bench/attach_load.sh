@@ -18,8 +18,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-cargo build --release -q -p vsl
+cargo build --release -q -p vsl -p blockdev
 VSL=$CARGO_TARGET_DIR/release/vsl
+DAEMON_CLI=$CARGO_TARGET_DIR/release/vsl-blockdev
 RUNTIME=${RUNTIME:-10}
 command -v fio >/dev/null || { echo "attach_load: fio is missing (run scripts/setup.sh)" >&2; exit 1; }
 W=$(mktemp -d /dev/shm/attach_load.XXXXXX)
@@ -36,21 +37,14 @@ import json,sys
 j=json.load(sys.stdin)["jobs"][0]; d="write" if "write" in sys.argv[1] else "read"
 print(round(j[d]["iops"]), round(j[d]["clat_ns"]["mean"]/1000,1))' "$2"
 }
-# The FUSE ring threads' answers so far and their summed lateness (us).
+# The FUSE ring threads' answers so far and their summed lateness (us),
+# from the daemon's status (`vsl-blockdev status --json`).
 lateness() {
-  local sock
-  sock=$(ls "$OPENVSL_RUN_DIR"/*/control.sock | head -1)
-  printf 'status\n' | python3 -c '
-import json,socket,sys
-s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.stdin.buffer.read())
-b=b""
-while not b.endswith(b"\n"):
-    c=s.recv(1<<16)
-    if not c: break
-    b+=c
-f=json.loads(b).get("fuse_entries") or {}
+  "$DAEMON_CLI" status --json | python3 -c '
+import json,sys
+f=json.load(sys.stdin)[0].get("fuse_entries") or {}
 n=f.get("answers",0)
-print(n, n*(f.get("late_waiting_mean_us",0)+f.get("late_working_mean_us",0)))' "$sock"
+print(n, n*(f.get("late_waiting_mean_us",0)+f.get("late_working_mean_us",0)))'
 }
 model_point() { # rw
   "$VSL" run --member 0 --scale 0.03 --rw "$1" --bs 4k --threads 4 --qd 1 --duration 5s \
