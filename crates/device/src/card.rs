@@ -1,3 +1,4 @@
+use crate::dispatch::Dispatch;
 use crate::flashback::{ranges, MediaReport, ReliabilityOptions};
 use crate::health::{Health, HealthReport, HealthState};
 use crate::preset::{Format, Preset};
@@ -166,6 +167,13 @@ pub struct CardConfig {
     pub suspend_ns: Option<u64>,
     /// A read holds its bank for its data-out too (`vsl.read_holds_die`).
     pub read_holds_die: bool,
+    /// Host reads a member holds in hardware (`vsl.read_pipe_depth`; 0:
+    /// no limit) and whether its I/Os are dispatched in order
+    /// (`vsl.dispatch_in_order`).
+    #[serde(skip_serializing_if = "crate::preset::is_zero_u32")]
+    pub read_pipe_depth: u32,
+    #[serde(skip_serializing_if = "crate::preset::is_false")]
+    pub dispatch_in_order: bool,
     /// Bytes the data keeps after compression (1.0: incompressible, as
     /// fio's default random buffers). Only a compressing controller
     /// (SandForce) gains from it.
@@ -196,6 +204,8 @@ impl CardConfig {
             read_priority: preset.vsl.read_priority,
             suspend_ns: preset.vsl.suspend_ns,
             read_holds_die: preset.vsl.read_holds_die,
+            read_pipe_depth: preset.vsl.read_pipe_depth,
+            dispatch_in_order: preset.vsl.dispatch_in_order,
             data_compressibility: 1.0,
             track_sequence: false,
             environment: Environment::default(),
@@ -436,6 +446,8 @@ pub struct Member {
     move_read_ns: u64,
     /// Moves made by a host read (catch-up grooming) are charged ahead of it.
     charge_read_moves: bool,
+    /// The read pipe and in-order dispatch ([`Dispatch`]).
+    dispatch: Dispatch,
 }
 
 impl Member {
@@ -445,6 +457,7 @@ impl Member {
         id: u32,
         env: Environment,
         rel: &ReliabilityOptions,
+        dispatch: Dispatch,
     ) -> Result<Member, DeviceError> {
         let (cmd_read_ns, cmd_write_ns) = preset.command_ns();
         let (read_bps, write_bps) = preset.datapath_bytes_per_s();
@@ -479,6 +492,7 @@ impl Member {
             move_ns,
             move_read_ns,
             charge_read_moves,
+            dispatch,
         };
         m.equip(rel)?;
         Ok(m)
@@ -573,7 +587,7 @@ impl Member {
         self.admit(IoKind::Write)?;
         let sectors: u64 = writes.iter().map(|w| w.1).sum();
         let bytes = sectors * self.vsl.sector_bytes() as u64;
-        let t0 = now + Nanos(self.host_write_ns);
+        let t0 = self.dispatch.write_entry(now + Nanos(self.host_write_ns));
         let (moved0, idle0) = (self.vsl.gc_sectors_moved(), self.vsl.gc_idle_moves());
         let done = self.vsl.atomic_write(t0, writes, trims);
         self.charge_moves(t0, moved0, idle0);
@@ -599,9 +613,13 @@ impl Member {
         let bytes = sectors * self.vsl.sector_bytes() as u64;
         match kind {
             IoKind::Read => {
-                let t0 = now + Nanos(self.host_read_ns);
+                let mut t0 = now + Nanos(self.host_read_ns);
+                if !self.dispatch.is_off() {
+                    t0 = self.dispatch.read_entry(t0);
+                }
                 let (moved0, idle0) = (self.vsl.gc_sectors_moved(), self.vsl.gc_idle_moves());
                 let media_done = self.vsl.read(t0, lba, sectors)?;
+                self.dispatch.read_done(media_done);
                 if self.charge_read_moves {
                     // Grooming the read set off (catch-up) goes first.
                     self.charge_moves(t0, moved0, idle0);
@@ -612,7 +630,7 @@ impl Member {
                 Ok(ctrl_done.max(media_done + Nanos::for_bytes(bytes, self.link_bps)))
             }
             IoKind::Write => {
-                let t0 = now + Nanos(self.host_write_ns);
+                let t0 = self.dispatch.write_entry(now + Nanos(self.host_write_ns));
                 let (moved0, idle0) = (self.vsl.gc_sectors_moved(), self.vsl.gc_idle_moves());
                 let admitted = self.vsl.write(t0, lba, sectors)?;
                 self.charge_moves(t0, moved0, idle0);
@@ -811,6 +829,7 @@ impl Card {
                     id,
                     config.environment,
                     &config.reliability,
+                    Dispatch::new(config.read_pipe_depth, config.dispatch_in_order),
                 )
             })
             .collect::<Result<Vec<_>, _>>()?;

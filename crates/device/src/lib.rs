@@ -19,6 +19,7 @@
 //! PCIe transfer to the host.
 
 mod card;
+mod dispatch;
 pub mod flashback;
 pub mod health;
 pub mod placement;

@@ -122,6 +122,16 @@ pub struct VslParams {
     /// Program/erase suspend for reads, with its latency (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend_ns: Option<u64>,
+    /// Host reads a member holds in hardware at once; a read beyond it
+    /// waits in the host until one completes. 0 = no limit (absent in a
+    /// preset file: 0).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub read_pipe_depth: u32,
+    /// The driver dispatches a member's I/Os in the order submitted: an
+    /// I/O queued behind a read waiting for the read pipe waits too
+    /// (absent in a preset file: false).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub dispatch_in_order: bool,
 }
 
 impl VslParams {
@@ -140,6 +150,8 @@ impl VslParams {
         read_priority: true,
         read_holds_die: false,
         suspend_ns: None,
+        read_pipe_depth: 0,
+        dispatch_in_order: false,
     };
 }
 
@@ -232,4 +244,12 @@ impl Format {
 
 pub(crate) fn is_zero(v: &u64) -> bool {
     *v == 0
+}
+
+pub(crate) fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
+pub(crate) fn is_false(v: &bool) -> bool {
+    !*v
 }

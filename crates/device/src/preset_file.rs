@@ -265,6 +265,8 @@ pub const SOURCED_FIELDS: &[&str] = &[
     "vsl.read_priority",
     "vsl.read_holds_die",
     "vsl.suspend_ns",
+    "vsl.read_pipe_depth",
+    "vsl.dispatch_in_order",
     "power.slot_powered",
     "power.cooling_share",
     "power.idle_w",
@@ -392,6 +394,8 @@ impl PresetFile {
         let off = |f: &str| {
             (f == "vsl.gc_yield_ns" && self.vsl.gc_yield_ns == 0)
                 || (f == "host.thread_ns" && self.host.thread_ns == 0)
+                || (f == "vsl.read_pipe_depth" && self.vsl.read_pipe_depth == 0)
+                || (f == "vsl.dispatch_in_order" && !self.vsl.dispatch_in_order)
         };
         if let Some(f) = SOURCED_FIELDS
             .iter()
@@ -543,6 +547,7 @@ impl VslParams {
         if let Some(s) = self.suspend_ns {
             c.int("vsl.suspend_ns", s, 1, 1_000_000)?;
         }
+        c.int("vsl.read_pipe_depth", self.read_pipe_depth as u64, 0, 4096)?;
         Ok(())
     }
 }
