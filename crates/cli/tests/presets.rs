@@ -136,6 +136,17 @@ fn bad_preset_files_are_one_line_naming_the_field() {
             "thread_ns = 20000000",
             "host.thread_ns = 20000000 is out of range 0..=10000000",
         ),
+        (
+            "read_holds_die = true",
+            "read_holds_die = true\nread_pipe_depth = 5000",
+            "vsl.read_pipe_depth = 5000 is out of range 0..=4096",
+        ),
+        // A read pipe turned on needs its source, as every other field.
+        (
+            "read_holds_die = true",
+            "read_holds_die = true\nread_pipe_depth = 32",
+            "sources.\"vsl.read_pipe_depth\" is missing",
+        ),
         ("[power]", "[power]\nfan_rpm = 3", "unknown field `fan_rpm`"),
         (
             "buffer_units = 16",
@@ -171,5 +182,73 @@ fn bad_preset_files_are_one_line_naming_the_field() {
             "-q",
         ],
         "/nonexistent/y.toml",
+    );
+}
+
+/// IOPS of 4K random reads at 4 threads x QD 16 on a filled 640 MLC at
+/// scale 0.01, with `extra` lines added to its `[vsl]` table (and their
+/// sources).
+fn read_iops(dir: &std::path::Path, tag: &str, extra: &[(&str, &str)]) -> f64 {
+    let (_, mut text, _) = vsl(&["devices", "--show", "iodrive-duo-640-mlc"]);
+    for (k, v) in extra {
+        text = text.replacen(
+            "read_holds_die = true",
+            &format!("read_holds_die = true\n{k} = {v}"),
+            1,
+        );
+        text = text.replacen(
+            "[sources]\n",
+            &format!("[sources]\n\"vsl.{k}\" = \"assumption: test\"\n"),
+            1,
+        );
+    }
+    let file = dir.join(format!("{tag}.toml"));
+    std::fs::write(&file, &text).unwrap();
+    let json = dir.join(format!("{tag}.json"));
+    let (code, _, err) = vsl(&[
+        "run",
+        "--device",
+        file.to_str().unwrap(),
+        "--scale",
+        "0.01",
+        "--precondition",
+        "--profile",
+        "4k-randread",
+        "--threads",
+        "4",
+        "--qd",
+        "16",
+        "--duration",
+        "200ms",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{tag}: {err}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    v["summary"]["iops"].as_f64().unwrap()
+}
+
+#[test]
+fn the_read_pipe_bounds_the_reads_a_member_holds() {
+    let dir = tmp("pipe");
+    let free = read_iops(&dir, "free", &[]);
+    let wide = read_iops(&dir, "wide", &[("read_pipe_depth", "4096")]);
+    let one = read_iops(&dir, "one", &[("read_pipe_depth", "1")]);
+    let four = read_iops(
+        &dir,
+        "four",
+        &[("read_pipe_depth", "4"), ("dispatch_in_order", "true")],
+    );
+    // A pipe deeper than anything outstanding changes nothing.
+    assert_eq!(free, wide, "a 4096-deep pipe changed the result");
+    // One read in hardware per member: each waits for the one before, so
+    // the Duo does at most 2 / (tR 50 us) = 40 K IOPS; free, its four banks
+    // per member serve 64 reads at once.
+    assert!(one < 40_000.0, "pipe 1: {one} IOPS");
+    assert!(one < free / 2.0, "pipe 1: {one} against {free} free");
+    assert!(
+        four > one && four < free,
+        "pipe 4: {four} (1: {one}, free: {free})"
     );
 }

@@ -428,6 +428,8 @@ pub const PARAMS: &[ParamDef] = &[
     ParamDef { name: "vsl.gc_background_lebs", lo: 3.0, hi: 16.0, integer: true, why: "assumption: the high watermark, above the low one (2)" },
     ParamDef { name: "vsl.buffer_units", lo: 4.0, hi: 64.0, integer: true, why: "assumption: the power-cut-protected write buffer, write units" },
     ParamDef { name: "vsl.read_priority", lo: 0.0, hi: 1.0, integer: true, why: "paper/assumption: reads overtake queued programs (1) or not (0)" },
+    ParamDef { name: "vsl.read_pipe_depth", lo: 0.0, hi: 64.0, integer: true, why: "public driver configuration/assumption: host reads a member holds in hardware, 0 (no limit) to 64 (the VSL 3.2.15 default is 32)" },
+    ParamDef { name: "vsl.dispatch_in_order", lo: 0.0, hi: 1.0, integer: true, why: "assumption: the driver dispatches a member's I/Os in the order submitted (1) or lets writes pass reads waiting for the read pipe (0)" },
     ParamDef { name: "nand.read_ns", lo: 0.8, hi: 1.5, integer: false, why: "data sheet range: × the base tR (typical to maximum of the era)" },
     ParamDef { name: "nand.program_ns", lo: 0.7, hi: 1.6, integer: false, why: "data sheet range: × the base tPROG (typical to maximum of the era)" },
 ];
@@ -468,6 +470,8 @@ pub fn apply(base: &Preset, free: &[&ParamDef], values: &[f64]) -> Preset {
             "vsl.gc_background_lebs" => p.vsl.gc_background_lebs = v.round() as u32,
             "vsl.buffer_units" => p.vsl.buffer_units = v.round() as u64,
             "vsl.read_priority" => p.vsl.read_priority = v >= 0.5,
+            "vsl.read_pipe_depth" => p.vsl.read_pipe_depth = v.round() as u32,
+            "vsl.dispatch_in_order" => p.vsl.dispatch_in_order = v >= 0.5,
             "nand.read_ns" => p.timing.read_ns = (base.timing.read_ns as f64 * v).round() as u64,
             "nand.program_ns" => {
                 p.timing.program_ns = (base.timing.program_ns as f64 * v).round() as u64
@@ -505,6 +509,8 @@ pub fn normalise(d: &ParamDef, base: &Preset) -> f64 {
         "vsl.gc_background_lebs" => base.vsl.gc_background_lebs as f64,
         "vsl.buffer_units" => base.vsl.buffer_units as f64,
         "vsl.read_priority" => base.vsl.read_priority as u8 as f64,
+        "vsl.read_pipe_depth" => base.vsl.read_pipe_depth as f64,
+        "vsl.dispatch_in_order" => base.vsl.dispatch_in_order as u8 as f64,
         "nand.read_ns" | "nand.program_ns" => 1.0,
         _ => unreachable!(),
     };
