@@ -25,12 +25,19 @@ fn show_prints_the_built_in_file() {
     }
 }
 
-fn run_json(device: &str, dir: &std::path::Path, tag: &str) -> Vec<u8> {
+/// `vsl run --device DEVICE ARGS -q --json DIR/TAG.json`: the JSON.
+fn run_to_json(device: &str, args: &[&str], dir: &std::path::Path, tag: &str) -> Vec<u8> {
     let json = dir.join(format!("{tag}.json"));
-    let (code, _, err) = vsl(&[
-        "run",
-        "--device",
-        device,
+    let mut all = vec!["run", "--device", device];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["-q", "--json", json.to_str().unwrap()]);
+    let (code, _, err) = vsl(&all);
+    assert_eq!(code, 0, "{tag}: {err}");
+    std::fs::read(&json).unwrap()
+}
+
+fn run_json(device: &str, dir: &std::path::Path, tag: &str) -> Vec<u8> {
+    let args = [
         "--scale",
         "0.02",
         "--precondition",
@@ -40,12 +47,8 @@ fn run_json(device: &str, dir: &std::path::Path, tag: &str) -> Vec<u8> {
         "4k-randwrite",
         "--seed",
         "3",
-        "-q",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{err}");
-    std::fs::read(&json).unwrap()
+    ];
+    run_to_json(device, &args, dir, tag)
 }
 
 #[test]
@@ -204,11 +207,7 @@ fn read_iops(dir: &std::path::Path, tag: &str, extra: &[(&str, &str)]) -> f64 {
     }
     let file = dir.join(format!("{tag}.toml"));
     std::fs::write(&file, &text).unwrap();
-    let json = dir.join(format!("{tag}.json"));
-    let (code, _, err) = vsl(&[
-        "run",
-        "--device",
-        file.to_str().unwrap(),
+    let args = [
         "--scale",
         "0.01",
         "--precondition",
@@ -220,12 +219,9 @@ fn read_iops(dir: &std::path::Path, tag: &str, extra: &[(&str, &str)]) -> f64 {
         "16",
         "--duration",
         "200ms",
-        "-q",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{tag}: {err}");
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    ];
+    let out = run_to_json(file.to_str().unwrap(), &args, dir, tag);
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     v["summary"]["iops"].as_f64().unwrap()
 }
 
