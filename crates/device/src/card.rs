@@ -162,6 +162,9 @@ pub struct CardConfig {
     pub gc_mode: GcMode,
     /// Reads overtake queued programs and erases in the bank queues.
     pub read_priority: bool,
+    /// ... only host reads, and only background work (`vsl.read_priority_background_only`).
+    #[serde(skip_serializing_if = "crate::preset::is_false")]
+    pub read_priority_background_only: bool,
     /// Program/erase suspend for reads (None: off; the presets' NAND of
     /// 2008-2012 has none, see docs/MODEL.md).
     pub suspend_ns: Option<u64>,
@@ -202,6 +205,7 @@ impl CardConfig {
             gc_seed: GC_SEED,
             gc_mode: GcMode::Paced,
             read_priority: preset.vsl.read_priority,
+            read_priority_background_only: preset.vsl.read_priority_background_only,
             suspend_ns: preset.vsl.suspend_ns,
             read_holds_die: preset.vsl.read_holds_die,
             read_pipe_depth: preset.vsl.read_pipe_depth,
@@ -311,6 +315,7 @@ impl CardConfig {
                 priority: self.read_priority,
                 suspend_ns: self.suspend_ns,
                 hold_die: self.read_holds_die,
+                background_only: self.read_priority_background_only,
             },
             erase_batch,
             buffer_bytes: v.buffer_units * geometry.write_unit_bytes(),

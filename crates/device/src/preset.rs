@@ -132,6 +132,11 @@ pub struct VslParams {
     /// (absent in a preset file: false).
     #[serde(default, skip_serializing_if = "is_false")]
     pub dispatch_in_order: bool,
+    /// With `read_priority`: host reads overtake only background work (host
+    /// programs, paced and idle GC), not a foreground stall's or
+    /// catch-up's, and GC reads queue FIFO (absent in a preset file: false).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub read_priority_background_only: bool,
 }
 
 impl VslParams {
@@ -152,6 +157,7 @@ impl VslParams {
         suspend_ns: None,
         read_pipe_depth: 0,
         dispatch_in_order: false,
+        read_priority_background_only: false,
     };
 }
 

@@ -267,6 +267,7 @@ pub const SOURCED_FIELDS: &[&str] = &[
     "vsl.suspend_ns",
     "vsl.read_pipe_depth",
     "vsl.dispatch_in_order",
+    "vsl.read_priority_background_only",
     "power.slot_powered",
     "power.cooling_share",
     "power.idle_w",
@@ -396,6 +397,8 @@ impl PresetFile {
                 || (f == "host.thread_ns" && self.host.thread_ns == 0)
                 || (f == "vsl.read_pipe_depth" && self.vsl.read_pipe_depth == 0)
                 || (f == "vsl.dispatch_in_order" && !self.vsl.dispatch_in_order)
+                || (f == "vsl.read_priority_background_only"
+                    && !self.vsl.read_priority_background_only)
         };
         if let Some(f) = SOURCED_FIELDS
             .iter()

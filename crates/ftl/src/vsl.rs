@@ -697,7 +697,7 @@ impl Vsl {
             if Some(unit) != open_unit && !self.parked_open(unit) {
                 let bank = self.bank_of_unit(unit);
                 let bytes = n * self.cfg.sector_bytes as u64;
-                done = done.max(self.nand.read_unit(ready, bank, bytes));
+                done = done.max(self.nand.read_unit_host(ready, bank, bytes));
             }
         }
         self.stats.host_sectors_read += count;
@@ -851,6 +851,7 @@ impl Vsl {
         {
             let mut rounds = 0;
             self.wall_hit = true;
+            self.nand.set_foreground(true);
             // Back to the low watermark, one victim at a time.
             while self.pool_free() < reserve {
                 rounds += 1;
@@ -881,6 +882,7 @@ impl Vsl {
                     }
                 }
             }
+            self.nand.set_foreground(false);
             if self.cfg.gc_yield_ns > 0 {
                 self.paced_after = self.nand.busy_until().max(t) + Nanos(self.cfg.gc_yield_ns);
             }
@@ -1214,11 +1216,13 @@ impl Vsl {
         self.wall_hit = false;
         let target = (self.cfg.gc_reserve_lebs + self.cfg.gc_catchup_lebs) as usize;
         let mut rounds = 0;
+        self.nand.set_foreground(true);
         while self.pool_free() < target && (self.gc.collecting() || self.start_victim(true)) {
             rounds += 1;
             assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
             self.finish_victim(now);
         }
+        self.nand.set_foreground(false);
     }
 
     /// Picks the next unit to collect (`urgent`: for a foreground stall,

@@ -21,6 +21,7 @@ fn paced(mut cfg: FtlConfig, stall: u32) -> FtlConfig {
         priority: true,
         suspend_ns: None,
         hold_die: false,
+        background_only: false,
     };
     cfg
 }

@@ -235,6 +235,9 @@ pub struct NandArray {
     /// [`NandArray::set_erase_batch`]).
     erase_batch: u32,
     erases_uncharged: u32,
+    /// Work reserved now is a foreground stall's or catch-up's
+    /// ([`NandArray::set_foreground`]).
+    foreground: bool,
 }
 
 impl NandArray {
@@ -253,6 +256,7 @@ impl NandArray {
             read_policy: ReadPolicy::FIFO,
             erase_batch: 1,
             erases_uncharged: 0,
+            foreground: false,
         }
     }
 
@@ -263,6 +267,33 @@ impl NandArray {
 
     pub fn read_policy(&self) -> ReadPolicy {
         self.read_policy
+    }
+
+    /// Work reserved from now until `set_foreground(false)` is the FTL's
+    /// foreground GC (a stall, catch-up): with
+    /// [`ReadPolicy::background_only`] no read overtakes it.
+    #[inline]
+    pub fn set_foreground(&mut self, on: bool) {
+        self.foreground = on;
+    }
+
+    /// Reserves `duration` on `bank`: FIFO, remembered for priority reads
+    /// with `track`, and fixed (never overtaken) in a foreground section
+    /// under [`ReadPolicy::background_only`].
+    #[inline]
+    fn reserve_bank(
+        &mut self,
+        bank: usize,
+        ready: Nanos,
+        duration: Nanos,
+        track: bool,
+    ) -> (Nanos, Nanos) {
+        let b = &mut self.banks[bank];
+        if track && self.foreground && self.read_policy.background_only {
+            b.reserve_fixed(ready, duration)
+        } else {
+            b.reserve(ready, duration, track)
+        }
     }
 
     /// Charges the block erase time once every `batch` erase-unit erases.
@@ -294,12 +325,17 @@ impl NandArray {
         let unit_bytes = self.geometry.write_unit_bytes();
         let xfer = Nanos::for_bytes(unit_bytes, self.bus_bytes_per_s);
         let track = self.read_policy.priority;
-        let b = &mut self.banks[bank as usize];
+        let busy = self.banks[bank as usize].busy_until;
         // The bank starts when it is free and the bus has room for the
         // transfer (in a gap if one fits).
-        let start = self.bus.first_gap(ready.max(b.busy_until), xfer);
+        let start = self.bus.first_gap(ready.max(busy), xfer);
         self.bus.reserve_backfill(start, xfer);
-        let (_, done) = b.reserve(start, xfer + Nanos(self.timing.program_ns), track);
+        let (_, done) = self.reserve_bank(
+            bank as usize,
+            start,
+            xfer + Nanos(self.timing.program_ns),
+            track,
+        );
         self.counters.unit_programs += 1;
         self.counters.bytes_programmed += unit_bytes;
         done
@@ -329,16 +365,32 @@ impl NandArray {
     /// Returns when data is at the controller.
     #[inline]
     pub fn read_unit(&mut self, ready: Nanos, bank: u32, bytes: u64) -> Nanos {
+        self.read_unit_as(ready, bank, bytes, false)
+    }
+
+    /// [`NandArray::read_unit`] of a host read: under
+    /// [`ReadPolicy::background_only`] the only reads that overtake.
+    #[inline]
+    pub fn read_unit_host(&mut self, ready: Nanos, bank: u32, bytes: u64) -> Nanos {
+        self.read_unit_as(ready, bank, bytes, true)
+    }
+
+    #[inline]
+    fn read_unit_as(&mut self, ready: Nanos, bank: u32, bytes: u64, host: bool) -> Nanos {
         let t_r = Nanos(self.timing.read_ns);
         let xfer = Nanos::for_bytes(bytes, self.bus_bytes_per_s);
         let p = self.read_policy;
         let held = if p.hold_die { t_r + xfer } else { t_r };
-        let b = &mut self.banks[bank as usize];
-        let (start, end) = if p.priority {
+        let first = p.priority && (host || !p.background_only);
+        let (start, end) = if first {
             let suspend = p.suspend_ns.map(Nanos);
-            b.reserve_read_first(ready, held, suspend)
+            self.banks[bank as usize].reserve_read_first(ready, held, suspend)
+        } else if p.priority {
+            // A GC read under background-only priority: queued like a
+            // program, overtaken by host reads unless in the foreground.
+            self.reserve_bank(bank as usize, ready, held, true)
         } else {
-            b.reserve(ready, held, false)
+            self.banks[bank as usize].reserve(ready, held, false)
         };
         let sensed = if p.hold_die { start + t_r } else { end };
         let done = self.bus.reserve_backfill(sensed, xfer).1;
@@ -363,8 +415,8 @@ impl NandArray {
         if batch_done || self.erases_uncharged >= self.erase_batch {
             self.erases_uncharged = 0;
             let track = self.read_policy.priority;
-            for b in &mut self.banks {
-                let (_, end) = b.reserve(ready, Nanos(self.timing.erase_ns), track);
+            for b in 0..self.banks.len() {
+                let (_, end) = self.reserve_bank(b, ready, Nanos(self.timing.erase_ns), track);
                 done = done.max(end);
             }
         }
@@ -462,6 +514,36 @@ mod tests {
         assert_eq!(n.erase_count(3), 2);
         assert_eq!(n.erase_count(0), 0);
         assert_eq!(n.counters.leb_erases, 2);
+    }
+
+    #[test]
+    fn background_only_priority_spares_foreground_work_and_gc_reads() {
+        let policy = ReadPolicy {
+            priority: true,
+            background_only: true,
+            ..ReadPolicy::FIFO
+        };
+        // Background: two programs queued on bank 0; a host read overtakes
+        // the second, a GC read does not.
+        let mut n = NandArray::new(iodimm(), CellTiming::MLC_2009);
+        n.set_read_policy(policy);
+        let p1 = n.program_unit(Nanos(0), 0);
+        let p2 = n.program_unit(Nanos(0), 0);
+        let host = n.read_unit_host(Nanos(10), 0, 4096);
+        assert!(host < p2, "host read {host:?} waited for the queued program ({p2:?})");
+        assert!(host > p1, "the program in progress ({p1:?}) is not overtaken");
+        let gc = n.read_unit(Nanos(10), 0, 4096);
+        assert!(gc > p2, "a GC read {gc:?} overtook a queued program ({p2:?})");
+        // Foreground: the same programs reserved in a stall are not
+        // overtaken by the host read.
+        let mut f = NandArray::new(iodimm(), CellTiming::MLC_2009);
+        f.set_read_policy(policy);
+        f.set_foreground(true);
+        f.program_unit(Nanos(0), 0);
+        let q2 = f.program_unit(Nanos(0), 0);
+        f.set_foreground(false);
+        let host = f.read_unit_host(Nanos(10), 0, 4096);
+        assert!(host > q2, "host read {host:?} overtook a stall's program ({q2:?})");
     }
 
     #[test]

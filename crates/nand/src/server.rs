@@ -29,6 +29,13 @@ pub struct ReadPolicy {
     /// A read holds its bank until its data-out is done (the die's page
     /// register is busy until the bus has read it out), not only for tR.
     pub hold_die: bool,
+    /// With `priority`: only host reads overtake, and only work queued in
+    /// the background (host programs, paced and idle GC); the work of a
+    /// foreground stall or catch-up is not overtaken, and GC reads queue
+    /// first come, first served (semi-preemptible GC, Lee et al., TCAD
+    /// 2013).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub background_only: bool,
 }
 
 impl ReadPolicy {
@@ -37,6 +44,7 @@ impl ReadPolicy {
         priority: false,
         suspend_ns: None,
         hold_die: false,
+        background_only: false,
     };
 }
 
@@ -87,6 +95,17 @@ impl Server {
             self.ops.pop_front();
             self.last_read = self.last_read.saturating_sub(1);
         }
+    }
+
+    /// [`Server::reserve`] of work no read may overtake (a foreground
+    /// stall's): tracked as reads are, so a later read queues behind it.
+    pub fn reserve_fixed(&mut self, ready: Nanos, duration: Nanos) -> (Nanos, Nanos) {
+        let (start, end) = self.reserve(ready, duration, true);
+        if let Some(op) = self.ops.back_mut() {
+            op.read = true;
+        }
+        self.last_read = self.ops.len();
+        (start, end)
     }
 
     /// Reserves `duration` from no earlier than `ready`, behind everything
