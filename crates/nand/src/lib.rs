@@ -530,10 +530,19 @@ mod tests {
         let p1 = n.program_unit(Nanos(0), 0);
         let p2 = n.program_unit(Nanos(0), 0);
         let host = n.read_unit_host(Nanos(10), 0, 4096);
-        assert!(host < p2, "host read {host:?} waited for the queued program ({p2:?})");
-        assert!(host > p1, "the program in progress ({p1:?}) is not overtaken");
+        assert!(
+            host < p2,
+            "host read {host:?} waited for the queued program ({p2:?})"
+        );
+        assert!(
+            host > p1,
+            "the program in progress ({p1:?}) is not overtaken"
+        );
         let gc = n.read_unit(Nanos(10), 0, 4096);
-        assert!(gc > p2, "a GC read {gc:?} overtook a queued program ({p2:?})");
+        assert!(
+            gc > p2,
+            "a GC read {gc:?} overtook a queued program ({p2:?})"
+        );
         // Foreground: the same programs reserved in a stall are not
         // overtaken by the host read.
         let mut f = NandArray::new(iodimm(), CellTiming::MLC_2009);
@@ -543,7 +552,10 @@ mod tests {
         let q2 = f.program_unit(Nanos(0), 0);
         f.set_foreground(false);
         let host = f.read_unit_host(Nanos(10), 0, 4096);
-        assert!(host > q2, "host read {host:?} overtook a stall's program ({q2:?})");
+        assert!(
+            host > q2,
+            "host read {host:?} overtook a stall's program ({q2:?})"
+        );
     }
 
     #[test]
