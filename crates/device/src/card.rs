@@ -162,7 +162,8 @@ pub struct CardConfig {
     pub gc_mode: GcMode,
     /// Reads overtake queued programs and erases in the bank queues.
     pub read_priority: bool,
-    /// ... only host reads, and only background work (`vsl.read_priority_background_only`).
+    /// With `read_priority`: only host reads overtake, and only background
+    /// work (`vsl.read_priority_background_only`).
     #[serde(skip_serializing_if = "crate::preset::is_false")]
     pub read_priority_background_only: bool,
     /// Program/erase suspend for reads (None: off; the presets' NAND of
