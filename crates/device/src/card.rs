@@ -166,6 +166,10 @@ pub struct CardConfig {
     /// work (`vsl.read_priority_background_only`).
     #[serde(skip_serializing_if = "crate::preset::is_false")]
     pub read_priority_background_only: bool,
+    /// ... and GC reads keep their place among the reads
+    /// (`vsl.read_priority_gc_reads_in_order`).
+    #[serde(skip_serializing_if = "crate::preset::is_false")]
+    pub read_priority_gc_reads_in_order: bool,
     /// Program/erase suspend for reads (None: off; the presets' NAND of
     /// 2008-2012 has none, see docs/MODEL.md).
     pub suspend_ns: Option<u64>,
@@ -207,6 +211,7 @@ impl CardConfig {
             gc_mode: GcMode::Paced,
             read_priority: preset.vsl.read_priority,
             read_priority_background_only: preset.vsl.read_priority_background_only,
+            read_priority_gc_reads_in_order: preset.vsl.read_priority_gc_reads_in_order,
             suspend_ns: preset.vsl.suspend_ns,
             read_holds_die: preset.vsl.read_holds_die,
             read_pipe_depth: preset.vsl.read_pipe_depth,
@@ -317,6 +322,7 @@ impl CardConfig {
                 suspend_ns: self.suspend_ns,
                 hold_die: self.read_holds_die,
                 background_only: self.read_priority_background_only,
+                gc_reads_in_order: self.read_priority_gc_reads_in_order,
             },
             erase_batch,
             buffer_bytes: v.buffer_units * geometry.write_unit_bytes(),

@@ -137,6 +137,11 @@ pub struct VslParams {
     /// catch-up's, and GC reads queue FIFO (absent in a preset file: false).
     #[serde(default, skip_serializing_if = "is_false")]
     pub read_priority_background_only: bool,
+    /// With `read_priority_background_only`: GC reads keep their place
+    /// among the reads, so host reads do not overtake them or what was
+    /// queued before them (absent in a preset file: false).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub read_priority_gc_reads_in_order: bool,
 }
 
 impl VslParams {
@@ -158,6 +163,7 @@ impl VslParams {
         read_pipe_depth: 0,
         dispatch_in_order: false,
         read_priority_background_only: false,
+        read_priority_gc_reads_in_order: false,
     };
 }
 

@@ -268,6 +268,7 @@ pub const SOURCED_FIELDS: &[&str] = &[
     "vsl.read_pipe_depth",
     "vsl.dispatch_in_order",
     "vsl.read_priority_background_only",
+    "vsl.read_priority_gc_reads_in_order",
     "power.slot_powered",
     "power.cooling_share",
     "power.idle_w",
@@ -399,6 +400,8 @@ impl PresetFile {
                 || (f == "vsl.dispatch_in_order" && !self.vsl.dispatch_in_order)
                 || (f == "vsl.read_priority_background_only"
                     && !self.vsl.read_priority_background_only)
+                || (f == "vsl.read_priority_gc_reads_in_order"
+                    && !self.vsl.read_priority_gc_reads_in_order)
         };
         if let Some(f) = SOURCED_FIELDS
             .iter()

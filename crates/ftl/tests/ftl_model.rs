@@ -22,6 +22,7 @@ fn paced(mut cfg: FtlConfig, stall: u32) -> FtlConfig {
         suspend_ns: None,
         hold_die: false,
         background_only: false,
+        gc_reads_in_order: false,
     };
     cfg
 }

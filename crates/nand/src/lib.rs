@@ -388,7 +388,12 @@ impl NandArray {
         } else if p.priority {
             // A GC read under background-only priority: queued like a
             // program, overtaken by host reads unless in the foreground.
-            self.reserve_bank(bank as usize, ready, held, true)
+            if p.gc_reads_in_order {
+                // ... unless GC reads keep their place among the reads.
+                self.banks[bank as usize].reserve_fixed(ready, held)
+            } else {
+                self.reserve_bank(bank as usize, ready, held, true)
+            }
         } else {
             self.banks[bank as usize].reserve(ready, held, false)
         };
@@ -555,6 +560,44 @@ mod tests {
         assert!(
             host > q2,
             "host read {host:?} overtook a stall's program ({q2:?})"
+        );
+    }
+
+    #[test]
+    fn gc_reads_in_order_are_not_overtaken() {
+        // Background work on bank 0: a program in progress, a GC read
+        // queued behind it, then a second program. A host read overtakes
+        // the GC read (and the program before it) unless GC reads keep
+        // their place among the reads; the program queued after the GC
+        // read it overtakes either way.
+        let run = |in_order: bool| {
+            let mut n = NandArray::new(iodimm(), CellTiming::MLC_2009);
+            n.set_read_policy(ReadPolicy {
+                priority: true,
+                background_only: true,
+                gc_reads_in_order: in_order,
+                ..ReadPolicy::FIFO
+            });
+            let p1 = n.program_unit(Nanos(0), 0);
+            let p2 = n.program_unit(Nanos(0), 0);
+            let gc = n.read_unit(Nanos(0), 0, 4096);
+            let p3 = n.program_unit(Nanos(0), 0);
+            let host = n.read_unit_host(Nanos(10), 0, 4096);
+            (p1, p2, gc, p3, host)
+        };
+        let (p1, p2, _, _, host) = run(false);
+        assert!(
+            host > p1 && host < p2,
+            "without order the host read ({host:?}) waits only for the program in progress ({p1:?})"
+        );
+        let (_, p2, gc, p3, host) = run(true);
+        assert!(
+            gc > p2 && host > gc,
+            "in order the host read ({host:?}) waits for the GC read ({gc:?}) and what was queued before it ({p2:?})"
+        );
+        assert!(
+            host < p3,
+            "the program queued after the GC read ({p3:?}) is still overtaken ({host:?})"
         );
     }
 

@@ -36,6 +36,12 @@ pub struct ReadPolicy {
     /// 2013).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub background_only: bool,
+    /// With `background_only`: a GC read keeps its place among the reads
+    /// (reads, host and GC, keep their order), so no host read overtakes
+    /// it or what was queued before it; without, host reads overtake GC
+    /// reads as they do programs.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub gc_reads_in_order: bool,
 }
 
 impl ReadPolicy {
@@ -45,6 +51,7 @@ impl ReadPolicy {
         suspend_ns: None,
         hold_die: false,
         background_only: false,
+        gc_reads_in_order: false,
     };
 }
 
