@@ -385,15 +385,14 @@ impl NandArray {
         let (start, end) = if first {
             let suspend = p.suspend_ns.map(Nanos);
             self.banks[bank as usize].reserve_read_first(ready, held, suspend)
+        } else if p.priority && p.gc_reads_in_order {
+            // A GC read under background-only priority that keeps its
+            // place among the reads: no host read overtakes it.
+            self.banks[bank as usize].reserve_fixed(ready, held)
         } else if p.priority {
             // A GC read under background-only priority: queued like a
             // program, overtaken by host reads unless in the foreground.
-            if p.gc_reads_in_order {
-                // ... unless GC reads keep their place among the reads.
-                self.banks[bank as usize].reserve_fixed(ready, held)
-            } else {
-                self.reserve_bank(bank as usize, ready, held, true)
-            }
+            self.reserve_bank(bank as usize, ready, held, true)
         } else {
             self.banks[bank as usize].reserve(ready, held, false)
         };
