@@ -213,10 +213,14 @@ fn issue_30_option_listing_is_the_table() {
 
 #[test]
 fn issue_30_job_file_runs_on_a_real_file_target() {
+    // The write job runs 2 s, not 300 ms: on a loaded machine the first
+    // O_DIRECT writes into a new sparse file can take longer than 300 ms
+    // (block allocation waits for the journal), and a completion after the
+    // runtime is not counted. The job's own runtime= overrides [global]'s.
     let job = write(
         "real.fio",
         "[global]\nfilename=ignored\ntime_based\nruntime=300ms\nbs=4k\n\
-         [w]\nrw=randwrite\niodepth=4\n[r]\nstonewall\nrw=randread\nnumjobs=2\n",
+         [w]\nrw=randwrite\niodepth=4\nruntime=2s\n[r]\nstonewall\nrw=randread\nnumjobs=2\n",
     );
     let (j, img) = (out("real.json"), out("real.img"));
     let target = format!("file:{img}:16M");
@@ -226,7 +230,8 @@ fn issue_30_job_file_runs_on_a_real_file_target() {
     let runs = v.as_array().unwrap();
     assert_eq!(runs.len(), 2);
     assert_eq!(runs[0]["workload"]["size"], 16 << 20);
-    assert!(runs[0]["summary"]["writes"].as_u64().unwrap() > 0);
+    assert_eq!(runs[0]["options"]["duration_ns"], 2_000_000_000u64, "{}", runs[0]["options"]);
+    assert!(runs[0]["summary"]["writes"].as_u64().unwrap() > 0, "{}", runs[0]["summary"]);
     assert_eq!(runs[1]["summary"]["writes"], 0);
     assert!(runs[1]["summary"]["reads"].as_u64().unwrap() > 0);
     assert_eq!(runs[1]["options"]["threads"], 2);
