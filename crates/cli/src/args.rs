@@ -375,6 +375,17 @@ pub struct ValidateArgs {
     /// whatever the number.
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
+    /// Start each steady-state test (4K write and the read after it, 8K
+    /// 70/30, File Server, Web Server) from a purged and filled card, as
+    /// `vsl review` does, instead of carrying one card through them (the
+    /// calibration's protocol); a test then runs only for its own rows.
+    #[arg(long)]
+    pub purge: bool,
+    /// Device capacities of a test's own writes before its preconditioning
+    /// may be called steady (1: the SNIA minimum; the reviews' "hours" are
+    /// 2-4 on this card); still capped at 6 h of the full card.
+    #[arg(long, default_value_t = 1.0, value_name = "N")]
+    pub min_capacities: f64,
 }
 
 #[derive(Args, Debug)]

@@ -11,6 +11,12 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
         .filter(|s| *s > 0.0 && *s <= 1.0)
         .ok_or_else(|| anyhow!("--scale: '{}' must be a number in (0, 1]", a.scale))?;
     let window_ns = parse_duration_ns(&a.window).map_err(|e| anyhow!("--window: {e}"))?;
+    if !(a.min_capacities.is_finite() && (0.0..=20.0).contains(&a.min_capacities)) {
+        bail!(
+            "--min-capacities: {} must be a number of device capacities in [0, 20]",
+            a.min_capacities
+        );
+    }
     // Rounds and the 6-hour cap scale with capacity so that a scaled card
     // sees the same number of device-writes per round as the full one.
     let preset = device::Preset::resolve(&a.device).map_err(|e| anyhow!("--device: {e}"))?;
@@ -22,6 +28,8 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
         max_precondition_ns: ((6.0 * 3600e9 * scale) as u64).max(600_000_000_000),
         seed: a.seed,
         only: None,
+        purge: a.purge,
+        min_capacities: a.min_capacities,
     };
     let o = match &a.rows {
         None => o,
@@ -111,12 +119,10 @@ fn print_rows(rows: &[Row]) {
 }
 
 fn print_preconditioning(format: &str, pre: &[Preconditioned]) {
-    for (name, p) in ["4K write", "8K 70/30", "File Server", "Web Server (write)"]
-        .iter()
-        .zip(pre)
-    {
+    for p in pre {
         println!(
-            "{format} precondition {name}: {} rounds, {}",
+            "{format} precondition {}: {} rounds, {}",
+            p.test,
             p.rounds_iops.len(),
             p.converged_round
                 .map(|r| format!("steady at round {r}"))

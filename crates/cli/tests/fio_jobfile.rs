@@ -230,8 +230,16 @@ fn issue_30_job_file_runs_on_a_real_file_target() {
     let runs = v.as_array().unwrap();
     assert_eq!(runs.len(), 2);
     assert_eq!(runs[0]["workload"]["size"], 16 << 20);
-    assert_eq!(runs[0]["options"]["duration_ns"], 2_000_000_000u64, "{}", runs[0]["options"]);
-    assert!(runs[0]["summary"]["writes"].as_u64().unwrap() > 0, "{}", runs[0]["summary"]);
+    assert_eq!(
+        runs[0]["options"]["duration_ns"], 2_000_000_000u64,
+        "{}",
+        runs[0]["options"]
+    );
+    assert!(
+        runs[0]["summary"]["writes"].as_u64().unwrap() > 0,
+        "{}",
+        runs[0]["summary"]
+    );
     assert_eq!(runs[1]["summary"]["writes"], 0);
     assert!(runs[1]["summary"]["reads"].as_u64().unwrap() > 0);
     assert_eq!(runs[1]["options"]["threads"], 2);

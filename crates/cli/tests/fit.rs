@@ -92,6 +92,17 @@ fn fit_bad_input_is_one_line_and_writes_nothing() {
         &["validate", "--rows", "5K nothing", "--scale", "0.01"],
         "--rows: no row's name contains '5K nothing'",
     );
+    for bad in ["-1", "21", "NaN"] {
+        assert_one_line_error(
+            &[
+                "validate",
+                &format!("--min-capacities={bad}"),
+                "--scale",
+                "0.01",
+            ],
+            &format!("--min-capacities: {bad} must be a number of device capacities in [0, 20]"),
+        );
+    }
 }
 
 /// A `vsl validate` row figure (statistic `row`) naming no row.

@@ -653,6 +653,8 @@ fn evaluate_rows(
         max_precondition_ns: ns("max precondition", &run.max_precondition)?,
         seed: run.seed,
         only: Some(rows),
+        purge: false,
+        min_capacities: 1.0,
     };
     let has = |format: &str| o.only.iter().flatten().any(|(f, _)| f == format);
     let got: Vec<_> = validate_formats(&o, has("stock"), has("hp"), run.jobs, &|_| {})

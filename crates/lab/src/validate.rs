@@ -3,6 +3,7 @@
 //! stock and the high-performance format, model vs measured.
 
 use crate::runner::{precondition_fill, run, RunError, RunOptions, RunResult};
+use crate::stats::IntervalStats;
 use crate::steady::check_window;
 use device::{Card, CardConfig, Format, Preset, VirtualDevice};
 use serde::Serialize;
@@ -325,6 +326,20 @@ pub struct ValidateOptions {
     /// card state they leave.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub only: Option<Vec<(String, String)>>,
+    /// Start each steady-state test (4K write and the 4K read after it,
+    /// 8K 70/30, File Server, Web Server) from a purged and filled card,
+    /// as `vsl review` does; off (the default, the calibration's
+    /// protocol): one card is carried through them in that order.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub purge: bool,
+    /// Device capacities of the test's own writes before a
+    /// preconditioning may be called steady (1: the SNIA minimum).
+    #[serde(skip_serializing_if = "is_one")]
+    pub min_capacities: f64,
+}
+
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
 }
 
 impl ValidateOptions {
@@ -344,6 +359,8 @@ fn preset_name<S: serde::Serializer>(p: &&'static Preset, s: S) -> Result<S::Ok,
 /// Steady-state preconditioning outcome.
 #[derive(Clone, Debug, Serialize)]
 pub struct Preconditioned {
+    /// The test preconditioned ("4K write", "8K 70/30", ...).
+    pub test: String,
     pub rounds_iops: Vec<f64>,
     pub rounds_lat_avg_us: Vec<f64>,
     pub rounds_lat_stddev_us: Vec<f64>,
@@ -383,10 +400,26 @@ pub fn fresh_card(
     Ok((card, t))
 }
 
+/// The card a steady-state test starts from: the card the previous test
+/// left (`carried`), or with `o.purge` (or for the first test) a purged
+/// and filled one (`vsl review`'s secure erase and fill before each test).
+fn card_for_test(
+    o: &ValidateOptions,
+    format: Format,
+    carried: Option<(Card, Nanos)>,
+) -> Result<(Card, Nanos), RunError> {
+    match carried {
+        Some(c) if !o.purge => Ok(c),
+        _ => fresh_card(o.preset, format, o.scale),
+    }
+}
+
 /// Runs `spec` at 16T/16Q in rounds until SNIA steady state (after at least
-/// one device-capacity of the workload's own writes) or the time limit.
+/// `o.min_capacities` device capacities of the workload's own writes) or
+/// the time limit.
 pub fn precondition_steady(
     card: &mut Card,
+    test: &str,
     spec: &WorkloadSpec,
     start: Nanos,
     o: &ValidateOptions,
@@ -406,12 +439,15 @@ pub fn precondition_steady(
         rounds_lat.push(r.summary.totals.lat_avg_us);
         rounds_sd.push(r.summary.totals.lat_stddev_us);
         let written = card.stats().host_bytes_written - before;
-        if written >= cap && check_window(&rounds_iops).is_some_and(|c| c.steady) {
+        if written as f64 >= cap as f64 * o.min_capacities
+            && check_window(&rounds_iops).is_some_and(|c| c.steady)
+        {
             converged = Some(rounds_iops.len());
             break;
         }
     }
     Ok(Preconditioned {
+        test: test.into(),
         rounds_iops,
         rounds_lat_avg_us: rounds_lat,
         rounds_lat_stddev_us: rounds_sd,
@@ -516,80 +552,8 @@ pub fn validate(
         rows.push(Row::new(RAMP[5], iops(&fresh("4k-randwrite", 16, 16, o)?)));
     }
 
-    const W: [&str; 5] = [
-        "4K steady-state write 16T/16Q",
-        "4K steady-state write average latency",
-        "4K steady-state write latency stddev",
-        "4K steady-state write peak latency",
-        "4K write preconditioning latency stddev",
-    ];
-    const R: [&str; 3] = [
-        "4K steady-state read 16T/16Q",
-        "4K steady-state read average latency",
-        "4K steady-state read peak latency",
-    ];
-    const MIX: [&str; 2] = ["8K 70/30 steady state 16T/16Q", "8K 70/30 latency stddev"];
-    const FS: &str = "File Server steady-state average latency";
-    const WEB: &str = "Web Server preconditioning average latency";
-    let mut pres = Vec::new();
-    let later = |from: usize| {
-        let tail: [&[&str]; 4] = [&W, &R, &MIX, &[FS, WEB]];
-        tail[from..].iter().any(|t| want(t))
-    };
-    if !later(0) {
-        return Ok((rows, pres));
-    }
-    progress("4K random write: preconditioning to steady state");
-    let (mut card, t) = fresh_card(o.preset, Format::Stock, o.scale)?;
-    let pre = precondition_steady(&mut card, &spec("4k-randwrite"), t, o)?;
-    let (w, t) = measure(&mut card, "4k-randwrite", pre.end, 16, 16, o)?;
-    let ws = &w.summary.totals;
-    if want(&W) {
-        rows.push(Row::new(W[0], ws.iops));
-        rows.push(Row::new(W[1], ws.lat_avg_us / 1e3));
-        rows.push(Row::new(W[2], ws.lat_stddev_us / 1e3));
-        rows.push(Row::new(W[3], ws.lat_max_us / 1e3));
-        rows.push(Row::new(W[4], tail_mean(&pre.rounds_lat_stddev_us) / 1e3));
-    }
-    pres.push(pre);
-    if !later(1) {
-        return Ok((rows, pres));
-    }
-    progress("4K random read after write preconditioning");
-    let (r, t) = measure(&mut card, "4k-randread", t, 16, 16, o)?;
-    let rs = &r.summary.totals;
-    if want(&R) {
-        rows.push(Row::new(R[0], rs.iops));
-        rows.push(Row::new(R[1], rs.lat_avg_us / 1e3));
-        rows.push(Row::new(R[2], rs.lat_max_us / 1e3));
-    }
-    if !later(2) {
-        return Ok((rows, pres));
-    }
-    progress("8K 70/30: preconditioning to steady state");
-    let pre8 = precondition_steady(&mut card, &spec("8k-7030"), t, o)?;
-    let (m, t) = measure(&mut card, "8k-7030", pre8.end, 16, 16, o)?;
-    if want(&MIX) {
-        rows.push(Row::new(MIX[0], iops(&m)));
-        rows.push(Row::new(MIX[1], m.summary.totals.lat_stddev_us / 1e3));
-    }
-    pres.push(pre8);
-    if !later(3) {
-        return Ok((rows, pres));
-    }
-    progress("File Server: preconditioning to steady state");
-    let pref = precondition_steady(&mut card, &spec("fileserver"), t, o)?;
-    let (f, t) = measure(&mut card, "fileserver", pref.end, 16, 16, o)?;
-    if want(&[FS]) {
-        rows.push(Row::new(FS, f.summary.totals.lat_avg_us / 1e3));
-    }
-    pres.push(pref);
-    if want(&[WEB]) {
-        progress("Web Server preconditioning (100% write)");
-        let prew = precondition_steady(&mut card, &web_precondition(), t, o)?;
-        rows.push(Row::new(WEB, tail_mean(&prew.rounds_lat_avg_us) / 1e3));
-        pres.push(prew);
-    }
+    let (mut steady, pres) = steady_state_tests(o, Format::Stock, "stock", progress)?;
+    rows.append(&mut steady);
     Ok((rows, pres))
 }
 
@@ -630,70 +594,158 @@ pub fn validate_hp(
         let r = fresh_at(hp, "4k-randwrite", 16, 16, o)?;
         rows.push(row(BURST, r.summary.totals.iops));
     }
-    const W: [&str; 4] = [
-        "4K steady-state write 16T/16Q",
-        "4K steady-state write average latency",
-        "4K steady-state write latency stddev",
-        "4K write preconditioning latency stddev",
-    ];
-    const R: &str = "4K steady-state read 16T/16Q";
-    const MIX: [&str; 2] = ["8K 70/30 steady state 16T/16Q", "8K 70/30 latency stddev"];
-    const FS: &str = "File Server preconditioning average latency";
-    const WEB: &str = "Web Server preconditioning average latency";
-    let mut pres = Vec::new();
-    let later = |from: usize| {
-        let tail: [&[&str]; 4] = [&W, &[R], &MIX, &[FS, WEB]];
-        tail[from..].iter().any(|t| want(t))
+    let (mut steady, pres) = steady_state_tests(o, hp, "hp", progress)?;
+    rows.append(&mut steady);
+    Ok((rows, pres))
+}
+
+/// A row of a steady-state test: its name and how it is read off the
+/// test's preconditioning and measurement window.
+type Stat = (&'static str, fn(&Preconditioned, &IntervalStats) -> f64);
+
+/// The rows each steady-state test can give; a table has those of them
+/// its format measured (SYSTEM.md §4 / §4b).
+const WRITE_ROWS: [Stat; 5] = [
+    ("4K steady-state write 16T/16Q", |_, w| w.iops),
+    ("4K steady-state write average latency", |_, w| {
+        w.lat_avg_us / 1e3
+    }),
+    ("4K steady-state write latency stddev", |_, w| {
+        w.lat_stddev_us / 1e3
+    }),
+    ("4K steady-state write peak latency", |_, w| {
+        w.lat_max_us / 1e3
+    }),
+    ("4K write preconditioning latency stddev", |p, _| {
+        tail_mean(&p.rounds_lat_stddev_us) / 1e3
+    }),
+];
+const READ_ROWS: [Stat; 3] = [
+    ("4K steady-state read 16T/16Q", |_, r| r.iops),
+    ("4K steady-state read average latency", |_, r| {
+        r.lat_avg_us / 1e3
+    }),
+    ("4K steady-state read peak latency", |_, r| {
+        r.lat_max_us / 1e3
+    }),
+];
+const MIX_ROWS: [Stat; 2] = [
+    ("8K 70/30 steady state 16T/16Q", |_, m| m.iops),
+    ("8K 70/30 latency stddev", |_, m| m.lat_stddev_us / 1e3),
+];
+/// The stock File Server row is a measurement window's, the hp one its
+/// preconditioning's (the reviewer's two figures).
+const FS_ROWS: [Stat; 2] = [
+    ("File Server steady-state average latency", |_, f| {
+        f.lat_avg_us / 1e3
+    }),
+    ("File Server preconditioning average latency", |p, _| {
+        tail_mean(&p.rounds_lat_avg_us) / 1e3
+    }),
+];
+const WEB_ROWS: [Stat; 1] = [("Web Server preconditioning average latency", |p, _| {
+    tail_mean(&p.rounds_lat_avg_us) / 1e3
+})];
+
+/// The steady-state tests of table `label` in `format`: 4K write and the
+/// 4K read after it, 8K 70/30, File Server, Web Server (preconditioning
+/// only). Chained (the default), one card goes through them in turn and a
+/// test runs when its rows or a later test's are wanted (the later one
+/// needs the state it leaves); with `o.purge` each starts from a purged
+/// and filled card and runs when its own rows are wanted.
+fn steady_state_tests(
+    o: &ValidateOptions,
+    format: Format,
+    label: &'static str,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(Vec<Row>, Vec<Preconditioned>), RunError> {
+    let own = |stats: &[Stat]| -> Vec<&'static str> {
+        stats
+            .iter()
+            .map(|s| s.0)
+            .filter(|t| measured(label, t).is_some())
+            .collect()
     };
-    if !later(0) {
-        return Ok((rows, pres));
-    }
-    progress("hp: 4K random write: preconditioning to steady state");
-    let (mut card, t) = fresh_card(o.preset, hp, o.scale)?;
-    let pre = precondition_steady(&mut card, &spec("4k-randwrite"), t, o)?;
-    let (w, t) = measure(&mut card, "4k-randwrite", pre.end, 16, 16, o)?;
-    let ws = &w.summary.totals;
-    if want(&W) {
-        rows.push(row(W[0], ws.iops));
-        rows.push(row(W[1], ws.lat_avg_us / 1e3));
-        rows.push(row(W[2], ws.lat_stddev_us / 1e3));
-        rows.push(row(W[3], tail_mean(&pre.rounds_lat_stddev_us) / 1e3));
-    }
-    pres.push(pre);
-    if !later(1) {
-        return Ok((rows, pres));
-    }
-    progress("hp: 4K random read after write preconditioning");
-    let (r, t) = measure(&mut card, "4k-randread", t, 16, 16, o)?;
-    if want(&[R]) {
-        rows.push(row(R, r.summary.totals.iops));
-    }
-    if !later(2) {
-        return Ok((rows, pres));
-    }
-    progress("hp: 8K 70/30: preconditioning to steady state");
-    let pre8 = precondition_steady(&mut card, &spec("8k-7030"), t, o)?;
-    let (m, t) = measure(&mut card, "8k-7030", pre8.end, 16, 16, o)?;
-    if want(&MIX) {
-        rows.push(row(MIX[0], m.summary.totals.iops));
-        rows.push(row(MIX[1], m.summary.totals.lat_stddev_us / 1e3));
-    }
-    pres.push(pre8);
-    if !later(3) {
-        return Ok((rows, pres));
-    }
-    progress("hp: File Server: preconditioning to steady state");
-    let pref = precondition_steady(&mut card, &spec("fileserver"), t, o)?;
-    if want(&[FS]) {
-        rows.push(row(FS, tail_mean(&pref.rounds_lat_avg_us) / 1e3));
-    }
-    let end = pref.end;
-    pres.push(pref);
-    if want(&[WEB]) {
-        progress("hp: Web Server preconditioning (100% write)");
-        let prew = precondition_steady(&mut card, &web_precondition(), end, o)?;
-        rows.push(row(WEB, tail_mean(&prew.rounds_lat_avg_us) / 1e3));
-        pres.push(prew);
+    let want = |stats: &[Stat]| o.wants(label, &own(stats));
+    let tests: [&[Stat]; 5] = [&WRITE_ROWS, &READ_ROWS, &MIX_ROWS, &FS_ROWS, &WEB_ROWS];
+    let runs = |i: usize| {
+        let needed = if o.purge { &tests[i..=i] } else { &tests[i..] };
+        needed.iter().any(|t| want(t)) || (i == 0 && want(tests[1]))
+    };
+    let prefix = if format == Format::Stock { "" } else { "hp: " };
+    let mut rows = Vec::new();
+    let mut push = |stats: &[Stat], p: &Preconditioned, t: &IntervalStats| {
+        for (test, stat) in stats {
+            if measured(label, test).is_some() && o.wants(label, &[test]) {
+                rows.push(Row::at(label, test, stat(p, t)));
+            }
+        }
+    };
+    let mut pres = Vec::new();
+    let mut carried = None;
+    // (index in `tests`, progress words, name, workload, the profile of
+    // the window measured after the preconditioning, if any).
+    let fs_window = !own(&FS_ROWS[..1]).is_empty();
+    let phases = [
+        (
+            0,
+            "4K random write: preconditioning to steady state",
+            "4K write",
+            spec("4k-randwrite"),
+            Some("4k-randwrite"),
+        ),
+        (
+            2,
+            "8K 70/30: preconditioning to steady state",
+            "8K 70/30",
+            spec("8k-7030"),
+            Some("8k-7030"),
+        ),
+        // The hp File Server row is its preconditioning's (the reviewer's
+        // figure), with no window after it.
+        (
+            3,
+            "File Server: preconditioning to steady state",
+            "File Server",
+            spec("fileserver"),
+            fs_window.then_some("fileserver"),
+        ),
+        (
+            4,
+            "Web Server preconditioning (100% write)",
+            "Web Server (write)",
+            web_precondition(),
+            None,
+        ),
+    ];
+    for (i, words, test, workload, window) in phases {
+        if !runs(i) {
+            continue;
+        }
+        progress(&format!("{prefix}{words}"));
+        let (mut card, t) = card_for_test(o, format, carried.take())?;
+        let pre = precondition_steady(&mut card, test, &workload, t, o)?;
+        let mut t = pre.end;
+        let totals = match window {
+            Some(profile) => {
+                let (m, end) = measure(&mut card, profile, t, 16, 16, o)?;
+                t = end;
+                m.summary.totals
+            }
+            None => IntervalStats::default(),
+        };
+        push(tests[i], &pre, &totals);
+        if i == 0 && runs(1) {
+            // The read tests are preconditioned with the 4K write (§3).
+            progress(&format!(
+                "{prefix}4K random read after write preconditioning"
+            ));
+            let (r, end) = measure(&mut card, "4k-randread", t, 16, 16, o)?;
+            t = end;
+            push(&READ_ROWS, &pre, &r.summary.totals);
+        }
+        pres.push(pre);
+        carried = Some((card, t));
     }
     Ok((rows, pres))
 }
@@ -947,6 +999,8 @@ mod tests {
                 ("stock".into(), "4K random write 4x1".into()),
                 ("hp".into(), "4K random write burst 16T/16Q (fresh)".into()),
             ]),
+            purge: false,
+            min_capacities: 1.0,
         };
         let seen = std::sync::Mutex::new(Vec::new());
         let progress = |name: &str| seen.lock().unwrap().push(name.to_string());
@@ -971,5 +1025,55 @@ mod tests {
         let hp = validate_formats(&o, false, true, 2, &progress).unwrap();
         assert_eq!(hp.len(), 1);
         assert_eq!(hp[0].0, "hp");
+    }
+
+    fn small(only: &[(&str, &str)], purge: bool) -> ValidateOptions {
+        ValidateOptions {
+            preset: Preset::by_name("iodrive-duo-640-mlc").expect("built-in"),
+            scale: 0.005,
+            window_ns: 1_000_000_000,
+            round_ns: 5_000_000_000,
+            max_precondition_ns: 30_000_000_000,
+            seed: 5,
+            only: Some(
+                only.iter()
+                    .map(|(f, t)| (f.to_string(), t.to_string()))
+                    .collect(),
+            ),
+            purge,
+            min_capacities: 1.0,
+        }
+    }
+
+    #[test]
+    fn with_purge_each_steady_state_test_starts_from_a_purged_card() {
+        let mix = ("hp", "8K 70/30 steady state 16T/16Q");
+        let write = ("hp", "4K steady-state write 16T/16Q");
+        let table = |o: &ValidateOptions| {
+            let (rows, pres) = validate_hp(o, &mut |_| {}).unwrap();
+            let rows: Vec<(String, u64)> = rows
+                .iter()
+                .map(|r| (r.test.clone(), r.model.to_bits()))
+                .collect();
+            let tests: Vec<String> = pres.iter().map(|p| p.test.clone()).collect();
+            (rows, tests)
+        };
+        // Purged: the 70/30 row alone runs the 70/30 test alone, and gives
+        // the same figure, to the bit, as when the 4K write rows come too.
+        let (alone, tests) = table(&small(&[mix], true));
+        assert_eq!(tests, ["8K 70/30"]);
+        let (both, tests) = table(&small(&[write, mix], true));
+        assert_eq!(tests, ["4K write", "8K 70/30"]);
+        assert_eq!(alone.len(), 1);
+        assert_eq!(both.iter().find(|r| r.0 == mix.1), alone.first());
+        // Chained: the 70/30 test runs on the card the 4K write and read
+        // left, so it needs them, and its figure is another.
+        let (chained, tests) = table(&small(&[mix], false));
+        assert_eq!(tests, ["4K write", "8K 70/30"]);
+        assert_eq!(chained.len(), 1);
+        assert_ne!(
+            chained[0].1, alone[0].1,
+            "the carried card's state made no difference"
+        );
     }
 }
