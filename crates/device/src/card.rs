@@ -317,6 +317,7 @@ impl CardConfig {
             gc_catchup_lebs: v.catchup_lebs * k,
             gc_yield_ns: v.gc_yield_ns,
             gc_idle_fraction: v.idle_groom_fraction,
+            gc_pace_progress: v.gc_pace_progress,
             read_policy: ReadPolicy {
                 priority: self.read_priority,
                 suspend_ns: self.suspend_ns,

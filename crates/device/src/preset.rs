@@ -142,6 +142,11 @@ pub struct VslParams {
     /// queued before them (absent in a preset file: false).
     #[serde(default, skip_serializing_if = "is_false")]
     pub read_priority_gc_reads_in_order: bool,
+    /// Paced GC counts free space continuously, the victim's scanned part
+    /// included (`FtlConfig::gc_pace_progress`; absent in a preset file:
+    /// false).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub gc_pace_progress: bool,
 }
 
 impl VslParams {
@@ -164,6 +169,7 @@ impl VslParams {
         dispatch_in_order: false,
         read_priority_background_only: false,
         read_priority_gc_reads_in_order: false,
+        gc_pace_progress: false,
     };
 }
 

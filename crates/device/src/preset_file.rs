@@ -269,6 +269,7 @@ pub const SOURCED_FIELDS: &[&str] = &[
     "vsl.dispatch_in_order",
     "vsl.read_priority_background_only",
     "vsl.read_priority_gc_reads_in_order",
+    "vsl.gc_pace_progress",
     "power.slot_powered",
     "power.cooling_share",
     "power.idle_w",
@@ -402,6 +403,7 @@ impl PresetFile {
                     && !self.vsl.read_priority_background_only)
                 || (f == "vsl.read_priority_gc_reads_in_order"
                     && !self.vsl.read_priority_gc_reads_in_order)
+                || (f == "vsl.gc_pace_progress" && !self.vsl.gc_pace_progress)
         };
         if let Some(f) = SOURCED_FIELDS
             .iter()

@@ -128,6 +128,13 @@ pub struct FtlConfig {
     /// this fraction of the spare erase units (above the high watermark)
     /// is free. 0 turns idle grooming off.
     pub gc_idle_fraction: f64,
+    /// Paced GC counts free space continuously: the victim being collected
+    /// counts as freed in proportion to the slots it has been scanned
+    /// through, with one full-size erase unit held back for it, so the
+    /// free space the pace sees does not jump by a unit at each erase (nor
+    /// the pace with it). Off: the pace sees whole free units and the
+    /// frontier.
+    pub gc_pace_progress: bool,
     /// How reads are ordered against queued programs and erases.
     pub read_policy: ReadPolicy,
     /// Erase-unit erases per charged block erase (1 unless the card is
@@ -179,6 +186,7 @@ impl FtlConfig {
             gc_catchup_lebs: 0,
             gc_yield_ns: 0,
             gc_idle_fraction: 0.0,
+            gc_pace_progress: false,
             read_policy: ReadPolicy::FIFO,
             erase_batch: 1,
             gc_stall_lebs: 1,
@@ -1134,7 +1142,7 @@ impl Vsl {
         let low = self.cfg.gc_reserve_lebs as f64;
         let burst = (self.spu * self.cfg.geometry.banks) as f64;
         self.gc.top_up(t, burst);
-        let free = self.free_space_lebs();
+        let free = self.pace_free_lebs();
         if free >= high || t < self.paced_after {
             self.gc.clear_debt();
             return;
@@ -1150,6 +1158,24 @@ impl Vsl {
                 break;
             }
         }
+    }
+
+    /// The free space the pace works from, in erase units. With
+    /// `gc_pace_progress`: the erased units of a scaled card's GC group
+    /// held back, plus the scanned share of the victim, less one
+    /// full-size unit (`gc_stall_lebs` small ones) for the victim in hand;
+    /// continuous across an erase and a group's release, and one unit
+    /// below the plain count when a victim has just been picked, so the
+    /// pace settles where the plain count did. Otherwise the plain count.
+    pub fn pace_free_lebs(&self) -> f64 {
+        if !self.cfg.gc_pace_progress {
+            return self.free_space_lebs();
+        }
+        let scanned = self
+            .gc
+            .victim()
+            .map_or(0.0, |v| v.next as f64 / self.spl as f64);
+        self.blocks.reclaimed_space_lebs() + scanned - self.cfg.gc_stall_lebs as f64
     }
 
     /// One background move (or the erase that ends a victim) at `t`; false

@@ -35,6 +35,7 @@ fn card(idle: f64) -> FtlConfig {
         gc_catchup_lebs: 0,
         gc_yield_ns: 0,
         gc_idle_fraction: idle,
+        gc_pace_progress: false,
         read_policy: ReadPolicy::FIFO,
         erase_batch: 1,
         gc_stall_lebs: 1,

@@ -37,6 +37,7 @@ fn small(sector: u32, mode: GcMode) -> FtlConfig {
         gc_catchup_lebs: 0,
         gc_yield_ns: 0,
         gc_idle_fraction: 0.0,
+        gc_pace_progress: false,
         read_policy: ReadPolicy::FIFO,
         erase_batch: 1,
         gc_stall_lebs: 1,

@@ -286,3 +286,50 @@ fn a_read_holding_its_die_delays_the_next_read_on_its_bank() {
     assert_eq!(f0, Nanos(t.read_ns) + xfer);
     assert_eq!(s1, s0 + xfer, "held {s1:?}, not held {s0:?}, xfer {xfer:?}");
 }
+
+/// The pace counting the victim's progress (`gc_pace_progress`): the free
+/// space it works from does not jump by an erase unit when the victim is
+/// erased, as the plain count does; and it is one unit below the plain
+/// count when a victim has just been picked. Random overwrites one at a
+/// time after a fill, with free space between the watermarks (no stall:
+/// the writes are spaced so the groomer keeps up).
+#[test]
+fn the_pace_counting_progress_sees_no_jump_at_an_erase() {
+    for seed in [1u64, 2, 3] {
+        let mut jumps = [0.0f64; 2];
+        for (i, on) in [false, true].into_iter().enumerate() {
+            let mut cfg = card(0.0, 0);
+            cfg.gc_pace_progress = on;
+            let n = cfg.user_sectors;
+            let mut v = Vsl::new(cfg).unwrap();
+            let mut t = Nanos::ZERO;
+            for lba in 0..n {
+                t = v.write(t, lba, 1).unwrap();
+            }
+            let mut x = seed;
+            let mut largest = 0.0f64;
+            for _ in 0..3 * n {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let before = v.pace_free_lebs();
+                let done = v.write(t, (x >> 33) % n, 1).unwrap();
+                largest = largest.max(v.pace_free_lebs() - before);
+                // Space the writes well apart: the budget keeps up.
+                t = done + Nanos(2_000_000);
+            }
+            jumps[i] = largest;
+            v.check_consistency();
+        }
+        assert!(
+            jumps[0] >= 0.9,
+            "seed {seed}: the plain count's largest rise in one write {:.3}, expected an erase unit",
+            jumps[0]
+        );
+        assert!(
+            jumps[1] < 0.25,
+            "seed {seed}: counting progress, the largest rise in one write {:.3}",
+            jumps[1]
+        );
+    }
+}
