@@ -58,6 +58,15 @@ pub fn scale_units(cfg: &mut FtlConfig, k: u32) {
     cfg.gc_background_lebs = 4 * k;
 }
 
+/// The next of a fixed LCG's random LBAs below `n`, advancing the state
+/// `x` (the overwrites of [`fill_and_overwrite`] and the tests like it).
+pub fn next_lba(x: &mut u64, n: u64) -> u64 {
+    *x = x
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (*x >> 33) % n
+}
+
 /// Writes sectors `0..n` of `v` once, then `passes × n` single-sector
 /// overwrites at random (a fixed LCG from `seed`), each issued when the
 /// last completed. Returns when the last one completed and the longest
@@ -70,10 +79,7 @@ pub fn fill_and_overwrite(v: &mut Vsl, n: u64, passes: u64, seed: u64) -> (Nanos
     let mut x = seed;
     let mut peak = Nanos::ZERO;
     for _ in 0..passes * n {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let done = v.write(t, (x >> 33) % n, 1).unwrap();
+        let done = v.write(t, next_lba(&mut x, n), 1).unwrap();
         peak = peak.max(done - t);
         t = done;
     }

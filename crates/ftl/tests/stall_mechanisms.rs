@@ -5,7 +5,7 @@
 //! stall, off in every preset ("The groomer yields after a stall"). Each changes what it claims to
 //! change when on, and nothing when off.
 
-use ftl::fuzzing::{fill_and_overwrite, scale_units, small_card};
+use ftl::fuzzing::{fill_and_overwrite, next_lba, scale_units, small_card};
 use ftl::{FtlConfig, GcMode, Vsl};
 use nand::{CellTiming, Geometry, NandArray, ReadPolicy};
 use sim::Nanos;
@@ -132,11 +132,8 @@ fn paced_moves_after_stalls(yield_for: Nanos, window: Nanos, seed: u64) -> (u64,
     let (mut paced, mut stalls) = (0u64, 0u32);
     let mut stall_done: Option<Nanos> = None;
     for _ in 0..3 * n {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
         let before = v.gc_sectors_moved();
-        let done = v.write(t, (x >> 33) % n, 1).unwrap();
+        let done = v.write(t, next_lba(&mut x, n), 1).unwrap();
         let moved = v.gc_sectors_moved() - before;
         if moved > unit / 4 {
             stalls += 1;
@@ -309,11 +306,8 @@ fn the_pace_counting_progress_sees_no_jump_at_an_erase() {
             let mut x = seed;
             let mut largest = 0.0f64;
             for _ in 0..3 * n {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
                 let before = v.pace_free_lebs();
-                let done = v.write(t, (x >> 33) % n, 1).unwrap();
+                let done = v.write(t, next_lba(&mut x, n), 1).unwrap();
                 largest = largest.max(v.pace_free_lebs() - before);
                 // Space the writes well apart: the budget keeps up.
                 t = done + Nanos(2_000_000);
