@@ -457,6 +457,11 @@ pub struct Member {
     /// [`Preset::gc_datapath_split`]) the read path, 0 if not.
     move_ns: u64,
     move_read_ns: u64,
+    /// What a background move holds the write path for beyond `move_ns`
+    /// (`vsl.gc_move_read_hold` of its read transfer), and the member's
+    /// foreground moves already charged (they hold no more than `move_ns`).
+    move_hold_ns: u64,
+    fg_charged: u64,
     /// Moves made by a host read (catch-up grooming) are charged ahead of it.
     charge_read_moves: bool,
     /// The read pipe and in-order dispatch ([`Dispatch`]).
@@ -487,6 +492,14 @@ impl Member {
             (true, false) => (read_xfer + write_xfer, 0),
             (true, true) => (write_xfer, read_xfer),
         };
+        // Split, a background move may also hold the write path for part
+        // of its read, waiting there to be inserted among the host's
+        // writes; in a foreground stall no host write is in its way.
+        let move_hold_ns = if preset.gc_datapath && preset.gc_datapath_split {
+            (preset.vsl.gc_move_read_hold * read_xfer as f64).round() as u64
+        } else {
+            0
+        };
         let charge_read_moves = cfg.gc_catchup_lebs > 0;
         let health = Health::new(&cfg, env, preset, id, write_bps);
         let mut m = Member {
@@ -504,6 +517,8 @@ impl Member {
             host_write_ns: preset.host_write_ns,
             move_ns,
             move_read_ns,
+            move_hold_ns,
+            fg_charged: 0,
             charge_read_moves,
             dispatch,
         };
@@ -546,8 +561,12 @@ impl Member {
     fn charge_moves(&mut self, t0: Nanos, moved0: u64, idle0: u64) {
         let idle = self.vsl.gc_idle_moves() - idle0;
         let moved = (self.vsl.gc_sectors_moved() - moved0).saturating_sub(idle);
+        let fg = self.vsl.gc_foreground_moves();
+        let background = moved.saturating_sub(fg - self.fg_charged);
+        self.fg_charged = fg;
         if moved > 0 && self.move_ns > 0 {
-            self.ctrl_write.reserve(t0, Nanos(moved * self.move_ns));
+            let hold = background * self.move_hold_ns;
+            self.ctrl_write.reserve(t0, Nanos(moved * self.move_ns + hold));
         }
         if moved > 0 && self.move_read_ns > 0 {
             self.ctrl_read.reserve(t0, Nanos(moved * self.move_read_ns));
@@ -974,6 +993,7 @@ impl Card {
         let placement = self.config.layout()?.placement;
         let m = &mut self.members[0];
         m.vsl = vsl;
+        m.fg_charged = m.vsl.gc_foreground_moves();
         m.equip(&self.config.reliability)?;
         self.install_placement(&placement)?;
         let m = &mut self.members[0];

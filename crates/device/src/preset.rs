@@ -147,6 +147,12 @@ pub struct VslParams {
     /// false).
     #[serde(default, skip_serializing_if = "is_false")]
     pub gc_pace_progress: bool,
+    /// With `controller.gc_datapath_split`: the share of a moved sector's
+    /// read transfer for which it also holds the write data path, waiting
+    /// there to be inserted among the host's writes (0: the write path
+    /// holds only the write transfer; absent in a preset file: 0).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub gc_move_read_hold: f64,
 }
 
 impl VslParams {
@@ -170,6 +176,7 @@ impl VslParams {
         read_priority_background_only: false,
         read_priority_gc_reads_in_order: false,
         gc_pace_progress: false,
+        gc_move_read_hold: 0.0,
     };
 }
 
@@ -266,6 +273,10 @@ pub(crate) fn is_zero(v: &u64) -> bool {
 
 pub(crate) fn is_zero_u32(v: &u32) -> bool {
     *v == 0
+}
+
+pub(crate) fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
 }
 
 pub(crate) fn is_false(v: &bool) -> bool {

@@ -270,6 +270,7 @@ pub const SOURCED_FIELDS: &[&str] = &[
     "vsl.read_priority_background_only",
     "vsl.read_priority_gc_reads_in_order",
     "vsl.gc_pace_progress",
+    "vsl.gc_move_read_hold",
     "power.slot_powered",
     "power.cooling_share",
     "power.idle_w",
@@ -404,6 +405,7 @@ impl PresetFile {
                 || (f == "vsl.read_priority_gc_reads_in_order"
                     && !self.vsl.read_priority_gc_reads_in_order)
                 || (f == "vsl.gc_pace_progress" && !self.vsl.gc_pace_progress)
+                || (f == "vsl.gc_move_read_hold" && self.vsl.gc_move_read_hold == 0.0)
         };
         if let Some(f) = SOURCED_FIELDS
             .iter()
@@ -556,6 +558,7 @@ impl VslParams {
             c.int("vsl.suspend_ns", s, 1, 1_000_000)?;
         }
         c.int("vsl.read_pipe_depth", self.read_pipe_depth as u64, 0, 4096)?;
+        c.float("vsl.gc_move_read_hold", self.gc_move_read_hold, 0.0, 1.0)?;
         Ok(())
     }
 }

@@ -406,6 +406,9 @@ pub struct Vsl {
     /// Sectors idle grooming has moved, and the data-path time one move
     /// takes outside the FTL ([`Vsl::set_move_cost`]), which paces it.
     idle_moved: u64,
+    /// Moves made in foreground stalls and catch-up grooming, the host
+    /// waiting ([`Vsl::gc_foreground_moves`]).
+    fg_moved: u64,
     move_cost: Nanos,
     /// Catch-up grooming ([`FtlConfig::gc_catchup_lebs`]): a host write
     /// stalled at the low watermark since the last catch-up, and when host
@@ -515,6 +518,7 @@ impl Vsl {
             pool_allowance,
             pool_mean: parking_start(&cfg, pool_allowance),
             idle_moved: 0,
+            fg_moved: 0,
             move_cost: Nanos::ZERO,
             wall_hit: false,
             paced_after: Nanos::ZERO,
@@ -561,6 +565,14 @@ impl Vsl {
     #[inline]
     pub fn gc_idle_moves(&self) -> u64 {
         self.idle_moved
+    }
+
+    /// Of [`Vsl::gc_sectors_moved`], the moves made in the foreground (a
+    /// stall at the low watermark, catch-up grooming): host writes wait
+    /// for them, so none are in the way on the controller's write path.
+    #[inline]
+    pub fn gc_foreground_moves(&self) -> u64 {
+        self.fg_moved
     }
 
     /// NAND activity since the device was built (bytes programmed and
@@ -860,6 +872,7 @@ impl Vsl {
             let mut rounds = 0;
             self.wall_hit = true;
             self.nand.set_foreground(true);
+            let moved_before = self.stats.gc_sectors_moved;
             // Back to the low watermark, one victim at a time.
             while self.pool_free() < reserve {
                 rounds += 1;
@@ -891,6 +904,7 @@ impl Vsl {
                 }
             }
             self.nand.set_foreground(false);
+            self.fg_moved += self.stats.gc_sectors_moved - moved_before;
             if self.cfg.gc_yield_ns > 0 {
                 self.paced_after = self.nand.busy_until().max(t) + Nanos(self.cfg.gc_yield_ns);
             }
@@ -1243,12 +1257,14 @@ impl Vsl {
         let target = (self.cfg.gc_reserve_lebs + self.cfg.gc_catchup_lebs) as usize;
         let mut rounds = 0;
         self.nand.set_foreground(true);
+        let moved_before = self.stats.gc_sectors_moved;
         while self.pool_free() < target && (self.gc.collecting() || self.start_victim(true)) {
             rounds += 1;
             assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
             self.finish_victim(now);
         }
         self.nand.set_foreground(false);
+        self.fg_moved += self.stats.gc_sectors_moved - moved_before;
     }
 
     /// Picks the next unit to collect (`urgent`: for a foreground stall,

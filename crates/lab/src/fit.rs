@@ -432,6 +432,7 @@ pub const PARAMS: &[ParamDef] = &[
     ParamDef { name: "vsl.read_priority_background_only", lo: 0.0, hi: 1.0, integer: true, why: "paper/assumption: with read priority, host reads overtake only background work, not a foreground stall's, and GC reads queue FIFO (1), or every read overtakes everything queued (0)" },
     ParamDef { name: "vsl.read_priority_gc_reads_in_order", lo: 0.0, hi: 1.0, integer: true, why: "assumption: with background-only read priority, GC reads keep their place among the reads (1) or host reads overtake them (0)" },
     ParamDef { name: "vsl.gc_pace_progress", lo: 0.0, hi: 1.0, integer: true, why: "assumption: the paced groomer counts free space continuously, the victim's scanned part included (1), or in whole free units (0)" },
+    ParamDef { name: "vsl.gc_move_read_hold", lo: 0.0, hi: 1.0, integer: false, why: "assumption: the share of a moved sector's read transfer for which it also holds the write data path (0: each path only its own transfer; 1: the write path both)" },
     ParamDef { name: "vsl.dispatch_in_order", lo: 0.0, hi: 1.0, integer: true, why: "assumption: the driver dispatches a member's I/Os in the order submitted (1) or lets writes pass reads waiting for the read pipe (0)" },
     ParamDef { name: "nand.read_ns", lo: 0.8, hi: 1.5, integer: false, why: "data sheet range: × the base tR (typical to maximum of the era)" },
     ParamDef { name: "nand.program_ns", lo: 0.7, hi: 1.6, integer: false, why: "data sheet range: × the base tPROG (typical to maximum of the era)" },
@@ -476,6 +477,7 @@ pub fn apply(base: &Preset, free: &[&ParamDef], values: &[f64]) -> Preset {
             "vsl.read_pipe_depth" => p.vsl.read_pipe_depth = v.round() as u32,
             "vsl.dispatch_in_order" => p.vsl.dispatch_in_order = v >= 0.5,
             "vsl.gc_pace_progress" => p.vsl.gc_pace_progress = v >= 0.5,
+            "vsl.gc_move_read_hold" => p.vsl.gc_move_read_hold = v,
             "vsl.read_priority_background_only" => p.vsl.read_priority_background_only = v >= 0.5,
             "vsl.read_priority_gc_reads_in_order" => {
                 p.vsl.read_priority_gc_reads_in_order = v >= 0.5
@@ -520,6 +522,7 @@ pub fn normalise(d: &ParamDef, base: &Preset) -> f64 {
         "vsl.read_pipe_depth" => base.vsl.read_pipe_depth as f64,
         "vsl.dispatch_in_order" => base.vsl.dispatch_in_order as u8 as f64,
         "vsl.gc_pace_progress" => base.vsl.gc_pace_progress as u8 as f64,
+        "vsl.gc_move_read_hold" => base.vsl.gc_move_read_hold,
         "vsl.read_priority_background_only" => base.vsl.read_priority_background_only as u8 as f64,
         "vsl.read_priority_gc_reads_in_order" => {
             base.vsl.read_priority_gc_reads_in_order as u8 as f64
