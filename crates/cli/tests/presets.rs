@@ -144,6 +144,16 @@ fn bad_preset_files_are_one_line_naming_the_field() {
             "read_holds_die = true\nread_pipe_depth = 5000",
             "vsl.read_pipe_depth = 5000 is out of range 0..=4096",
         ),
+        (
+            "read_holds_die = true",
+            "read_holds_die = true\ngc_read_charge = 9",
+            "vsl.gc_read_charge = 9 is out of range",
+        ),
+        (
+            "read_holds_die = true",
+            "read_holds_die = true\ncatchup_after_ns = 5",
+            "vsl.catchup_after_ns = 5 is out of range",
+        ),
         // A read pipe turned on needs its source, as every other field.
         (
             "read_holds_die = true",

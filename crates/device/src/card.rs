@@ -315,9 +315,11 @@ impl CardConfig {
             gc_share: v.gc_share,
             gc_runway_lebs: v.gc_runway_lebs * k as f64,
             gc_catchup_lebs: v.catchup_lebs * k,
+            gc_catchup_after_ns: v.catchup_after_ns.unwrap_or(ftl::IDLE_AFTER.0),
             gc_yield_ns: v.gc_yield_ns,
             gc_idle_fraction: v.idle_groom_fraction,
             gc_pace_progress: v.gc_pace_progress,
+            gc_read_charge: v.gc_read_charge,
             read_policy: ReadPolicy {
                 priority: self.read_priority,
                 suspend_ns: self.suspend_ns,

@@ -153,6 +153,15 @@ pub struct VslParams {
     /// holds only the write transfer; absent in a preset file: 0).
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub gc_move_read_hold: f64,
+    /// Paced GC: moves each sector a host read takes from the NAND costs
+    /// the groomer's budget (0.5: a read's bus time where the bus bounds
+    /// the move capacity; absent in a preset file: 0, reads cost nothing).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub gc_read_charge: f64,
+    /// Catch-up grooming starts once no host write has come for this long
+    /// (absent: 10 ms, the idle detection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catchup_after_ns: Option<u64>,
 }
 
 impl VslParams {
@@ -177,6 +186,8 @@ impl VslParams {
         read_priority_gc_reads_in_order: false,
         gc_pace_progress: false,
         gc_move_read_hold: 0.0,
+        gc_read_charge: 0.0,
+        catchup_after_ns: None,
     };
 }
 

@@ -271,6 +271,8 @@ pub const SOURCED_FIELDS: &[&str] = &[
     "vsl.read_priority_gc_reads_in_order",
     "vsl.gc_pace_progress",
     "vsl.gc_move_read_hold",
+    "vsl.gc_read_charge",
+    "vsl.catchup_after_ns",
     "power.slot_powered",
     "power.cooling_share",
     "power.idle_w",
@@ -406,6 +408,8 @@ impl PresetFile {
                     && !self.vsl.read_priority_gc_reads_in_order)
                 || (f == "vsl.gc_pace_progress" && !self.vsl.gc_pace_progress)
                 || (f == "vsl.gc_move_read_hold" && self.vsl.gc_move_read_hold == 0.0)
+                || (f == "vsl.gc_read_charge" && self.vsl.gc_read_charge == 0.0)
+                || (f == "vsl.catchup_after_ns" && self.vsl.catchup_after_ns.is_none())
         };
         if let Some(f) = SOURCED_FIELDS
             .iter()
@@ -559,6 +563,10 @@ impl VslParams {
         }
         c.int("vsl.read_pipe_depth", self.read_pipe_depth as u64, 0, 4096)?;
         c.float("vsl.gc_move_read_hold", self.gc_move_read_hold, 0.0, 1.0)?;
+        c.float("vsl.gc_read_charge", self.gc_read_charge, 0.0, 4.0)?;
+        if let Some(a) = self.catchup_after_ns {
+            c.int("vsl.catchup_after_ns", a, 1_000_000, 60_000_000_000)?;
+        }
         Ok(())
     }
 }

@@ -61,7 +61,8 @@ pub use nand::ReadPolicy;
 pub use vsl::{
     content_tag, poisson_tail, Candidate, Candidates, FtlConfig, FtlError, FtlStats, GcMode,
     GcPolicy, MediaConfig, MediaEvent, MediaLog, MediaObserver, OobRecord, PolicyInfo, PowerEvent,
-    ReliabilityConfig, ReliabilityStats, VictimPolicy, Vsl, D_CHOICES_MAX, POLICIES, REBUILD_SHARE,
+    ReliabilityConfig, ReliabilityStats, VictimPolicy, Vsl, D_CHOICES_MAX, IDLE_AFTER, POLICIES,
+    REBUILD_SHARE,
 };
 pub use vsl::{
     split_spare, HotCold, Placement, PlacementInfo, PlacementSpec, PoolStats, Streams, PLACEMENTS,

@@ -113,11 +113,14 @@ pub struct FtlConfig {
     /// low watermark.
     pub gc_runway_lebs: f64,
     /// Catch-up grooming: when host writes have stopped (none for
-    /// [`IDLE_AFTER`]) after a write phase that stalled at the low
+    /// `gc_catchup_after_ns`) after a write phase that stalled at the low
     /// watermark, the next host I/O finds the groomer collecting in the
     /// foreground until this many erase units above the low watermark are
     /// free, and waits behind that work. 0 turns it off.
     pub gc_catchup_lebs: u32,
+    /// How long without a host write counts as writes having stopped, for
+    /// catch-up grooming (10 ms: [`IDLE_AFTER`], the idle detection).
+    pub gc_catchup_after_ns: u64,
     /// The groomer yields after a stall: once a foreground stall at the
     /// low watermark has finished (its work done on the array), the paced
     /// groomer makes no background moves for this long, so the host
@@ -135,6 +138,12 @@ pub struct FtlConfig {
     /// the pace with it). Off: the pace sees whole free units and the
     /// frontier.
     pub gc_pace_progress: bool,
+    /// Paced GC: moves each sector a host read takes from the NAND costs
+    /// the background budget (the budget may go below zero by up to one
+    /// write unit per bank, and grows back at its rate). 0.5 is a read's
+    /// bus time in moves where the move capacity is the channel bus's (a
+    /// move crosses the bus twice, a read once). 0: reads cost it nothing.
+    pub gc_read_charge: f64,
     /// How reads are ordered against queued programs and erases.
     pub read_policy: ReadPolicy,
     /// Erase-unit erases per charged block erase (1 unless the card is
@@ -184,9 +193,11 @@ impl FtlConfig {
             gc_share: 0.5,
             gc_runway_lebs: 0.0,
             gc_catchup_lebs: 0,
+            gc_catchup_after_ns: IDLE_AFTER.0,
             gc_yield_ns: 0,
             gc_idle_fraction: 0.0,
             gc_pace_progress: false,
+            gc_read_charge: 0.0,
             read_policy: ReadPolicy::FIFO,
             erase_batch: 1,
             gc_stall_lebs: 1,
@@ -712,13 +723,20 @@ impl Vsl {
             return done;
         }
         let mut done = ready;
+        let mut media = 0;
         let mut runs = UnitRuns::new(start, start + count);
         while let Some((_, n, unit)) = runs.next(&self.map) {
             if Some(unit) != open_unit && !self.parked_open(unit) {
                 let bank = self.bank_of_unit(unit);
                 let bytes = n * self.cfg.sector_bytes as u64;
                 done = done.max(self.nand.read_unit_host(ready, bank, bytes));
+                media += n;
             }
+        }
+        if self.cfg.gc_read_charge > 0.0 && media > 0 && self.cfg.gc_mode == GcMode::Paced {
+            let burst = (self.spu * self.cfg.geometry.banks) as f64;
+            self.gc.top_up(ready, burst);
+            self.gc.charge(self.cfg.gc_read_charge * media as f64, burst);
         }
         self.stats.host_sectors_read += count;
         Ok(done)
@@ -1249,7 +1267,9 @@ impl Vsl {
     /// `now` until its catch-up target is free. The work is queued on the
     /// banks (and, by the device, on the data paths) ahead of the I/O.
     fn catch_up(&mut self, now: Nanos) {
-        if self.cfg.gc_catchup_lebs == 0 || !self.wall_hit || now < self.last_write_at + IDLE_AFTER
+        if self.cfg.gc_catchup_lebs == 0
+            || !self.wall_hit
+            || now < self.last_write_at + Nanos(self.cfg.gc_catchup_after_ns)
         {
             return;
         }
@@ -1695,7 +1715,7 @@ impl Vsl {
 /// array for idle grooming (an assumption: the VSL's idle detection is not
 /// published; short enough for the SNIA HIR waits, long enough that the
 /// gaps of a QD 1 workload are not idle time).
-const IDLE_AFTER: Nanos = Nanos(10_000_000);
+pub const IDLE_AFTER: Nanos = Nanos(10_000_000);
 
 /// The free space idle grooming works up to: the high watermark plus
 /// `gc_idle_fraction` of the spare units above it (units neither reserved

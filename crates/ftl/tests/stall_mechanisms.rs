@@ -327,3 +327,74 @@ fn the_pace_counting_progress_sees_no_jump_at_an_erase() {
         );
     }
 }
+
+/// Catch-up grooming waits `gc_catchup_after_ns` without host writes: a
+/// read 20 ms after a stalled write phase finds it (the default 10 ms),
+/// or does not (5 s), and a read after 5 s does.
+#[test]
+fn catch_up_waits_for_writes_to_have_stopped_that_long() {
+    for seed in [1u64, 2] {
+        let mut late = card(0.0, 3);
+        late.gc_catchup_after_ns = 5_000_000_000;
+        let soon = run(0.0, 3, seed);
+        let pause = run_with(late.clone(), seed);
+        assert!(soon.free_after_read > soon.free_before_read, "seed {seed}: no catch-up at 10 ms");
+        assert_eq!(
+            pause.free_after_read, pause.free_before_read,
+            "seed {seed}: catch-up ran 20 ms after the writes with a 5 s wait"
+        );
+        assert!(pause.read_after_pause < Nanos(1_000_000), "seed {seed}: {:?}", pause.read_after_pause);
+        // After 5 s without writes it runs.
+        let n = late.user_sectors;
+        let mut v = Vsl::new(late).unwrap();
+        let (t, _) = fill_and_overwrite(&mut v, n, 3, seed);
+        let before = v.free_lebs();
+        let at = v.busy_until().max(t) + Nanos(5_000_000_001);
+        let wait = v.read(at, 1, 1).unwrap() - at;
+        assert!(v.free_lebs() >= 2 + 3 && v.free_lebs() > before, "seed {seed}: {before} -> {}", v.free_lebs());
+        assert!(wait > Nanos(1_000_000), "seed {seed}: read after 5 s waited {wait:?}");
+    }
+}
+
+/// Host reads charged to the groomer's budget: random reads and writes
+/// mixed 3:1 on a card whose groomer keeps up; with each read sector
+/// costing the budget `charge` moves the groomer falls behind and host
+/// writes stall at the low watermark, more the more a read costs.
+fn stalls_under_a_mixed_load(charge: f64, seed: u64) -> u64 {
+    let mut cfg = card(0.0, 0);
+    cfg.gc_share = 0.6;
+    cfg.gc_read_charge = charge;
+    let n = cfg.user_sectors;
+    let mut v = Vsl::new(cfg).unwrap();
+    let (mut t, _) = fill_and_overwrite(&mut v, n, 1, seed);
+    let fg0 = v.gc_foreground_moves();
+    let mut x = seed ^ 0x9e37;
+    for i in 0..4 * n {
+        let lba = next_lba(&mut x, n);
+        // Reads are issued as they complete, four of them per write; each
+        // I/O starts 20 us after the last (the host's pace).
+        t = if i % 4 == 3 {
+            v.write(t, lba, 1).unwrap()
+        } else {
+            v.read(t, lba, 1).unwrap()
+        }
+        .max(t)
+            + Nanos(20_000);
+    }
+    v.check_consistency();
+    v.gc_foreground_moves() - fg0
+}
+
+#[test]
+fn host_reads_charged_to_the_budget_make_a_mixed_load_stall() {
+    for seed in [1u64, 2] {
+        let none = stalls_under_a_mixed_load(0.0, seed);
+        let one = stalls_under_a_mixed_load(1.0, seed);
+        let two = stalls_under_a_mixed_load(2.0, seed);
+        assert_eq!(none, stalls_under_a_mixed_load(0.0, seed), "seed {seed}: not deterministic");
+        assert!(
+            none <= one && one <= two && two > 10 * none.max(1),
+            "seed {seed}: moves in stalls with a read charge of 0 / 1 / 2: {none} / {one} / {two}"
+        );
+    }
+}

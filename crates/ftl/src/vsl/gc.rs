@@ -203,6 +203,13 @@ impl Gc {
         }
     }
 
+    /// Takes `moves` out of the budget (host work that used the capacity
+    /// it grows from), at most down to `-floor`.
+    #[inline]
+    pub(super) fn charge(&mut self, moves: f64, floor: f64) {
+        self.allowance = (self.allowance - moves).max(-floor);
+    }
+
     /// Free space is above the high watermark: nothing is owed.
     #[inline]
     pub(super) fn clear_debt(&mut self) {
@@ -214,7 +221,7 @@ impl Gc {
     #[inline]
     pub(super) fn owe(&mut self, owed: f64, burst: f64) -> u64 {
         self.debt = (self.debt + owed).min(burst);
-        let now = self.debt.min(self.allowance).floor();
+        let now = self.debt.min(self.allowance).max(0.0).floor();
         self.debt -= now;
         self.allowance -= now;
         now as u64
