@@ -154,6 +154,11 @@ fn bad_preset_files_are_one_line_naming_the_field() {
             "read_holds_die = true\ncatchup_after_ns = 5",
             "vsl.catchup_after_ns = 5 is out of range",
         ),
+        (
+            "read_holds_die = true",
+            "read_holds_die = true\ngc_stall_quantum_lebs = 20",
+            "vsl.gc_stall_quantum_lebs = 20 is out of range",
+        ),
         // A read pipe turned on needs its source, as every other field.
         (
             "read_holds_die = true",

@@ -314,6 +314,7 @@ impl CardConfig {
             gc_stall_lebs: k,
             gc_share: v.gc_share,
             gc_runway_lebs: v.gc_runway_lebs * k as f64,
+            gc_stall_quantum_lebs: v.gc_stall_quantum_lebs * k as f64,
             gc_catchup_lebs: v.catchup_lebs * k,
             gc_catchup_after_ns: v.catchup_after_ns.unwrap_or(ftl::IDLE_AFTER.0),
             gc_yield_ns: v.gc_yield_ns,

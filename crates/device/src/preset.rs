@@ -162,6 +162,10 @@ pub struct VslParams {
     /// (absent: 10 ms, the idle detection).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catchup_after_ns: Option<u64>,
+    /// A stall's quantum of work, in erase units of moved slots (absent:
+    /// 0, off): [`ftl::FtlConfig::gc_stall_quantum_lebs`].
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub gc_stall_quantum_lebs: f64,
 }
 
 impl VslParams {
@@ -188,6 +192,7 @@ impl VslParams {
         gc_move_read_hold: 0.0,
         gc_read_charge: 0.0,
         catchup_after_ns: None,
+        gc_stall_quantum_lebs: 0.0,
     };
 }
 

@@ -273,6 +273,7 @@ pub const SOURCED_FIELDS: &[&str] = &[
     "vsl.gc_move_read_hold",
     "vsl.gc_read_charge",
     "vsl.catchup_after_ns",
+    "vsl.gc_stall_quantum_lebs",
     "power.slot_powered",
     "power.cooling_share",
     "power.idle_w",
@@ -410,6 +411,7 @@ impl PresetFile {
                 || (f == "vsl.gc_move_read_hold" && self.vsl.gc_move_read_hold == 0.0)
                 || (f == "vsl.gc_read_charge" && self.vsl.gc_read_charge == 0.0)
                 || (f == "vsl.catchup_after_ns" && self.vsl.catchup_after_ns.is_none())
+                || (f == "vsl.gc_stall_quantum_lebs" && self.vsl.gc_stall_quantum_lebs == 0.0)
         };
         if let Some(f) = SOURCED_FIELDS
             .iter()
@@ -564,6 +566,7 @@ impl VslParams {
         c.int("vsl.read_pipe_depth", self.read_pipe_depth as u64, 0, 4096)?;
         c.float("vsl.gc_move_read_hold", self.gc_move_read_hold, 0.0, 1.0)?;
         c.float("vsl.gc_read_charge", self.gc_read_charge, 0.0, 4.0)?;
+        c.float("vsl.gc_stall_quantum_lebs", self.gc_stall_quantum_lebs, 0.0, 16.0)?;
         if let Some(a) = self.catchup_after_ns {
             c.int("vsl.catchup_after_ns", a, 1_000_000, 60_000_000_000)?;
         }

@@ -112,6 +112,12 @@ pub struct FtlConfig {
     /// collects whole victims until it is there. 0: a stall ends at the
     /// low watermark.
     pub gc_runway_lebs: f64,
+    /// A stall's quantum of work: once back at the low watermark and past
+    /// its runway, a stall goes on moving sectors (one at a time, a victim
+    /// may be left part collected) until it has moved this many erase
+    /// units' worth of slots in all, so every stall does about the same
+    /// work whatever was left of the victim in hand. 0: off.
+    pub gc_stall_quantum_lebs: f64,
     /// Catch-up grooming: when host writes have stopped (none for
     /// `gc_catchup_after_ns`) after a write phase that stalled at the low
     /// watermark, the next host I/O finds the groomer collecting in the
@@ -192,6 +198,7 @@ impl FtlConfig {
             gc_background_lebs: 0,
             gc_share: 0.5,
             gc_runway_lebs: 0.0,
+            gc_stall_quantum_lebs: 0.0,
             gc_catchup_lebs: 0,
             gc_catchup_after_ns: IDLE_AFTER.0,
             gc_yield_ns: 0,
@@ -920,6 +927,19 @@ impl Vsl {
                         break;
                     }
                 }
+            }
+            // Then up to its quantum of moves, a sector at a time.
+            let quantum = (self.cfg.gc_stall_quantum_lebs * self.spl as f64) as u64;
+            while self.stats.gc_sectors_moved - moved_before < quantum {
+                rounds += 1;
+                assert!(
+                    rounds <= self.cfg.geometry.lebs() * (self.spl + 1),
+                    "GC makes no progress"
+                );
+                if !self.gc.collecting() && !self.start_victim(true) {
+                    break;
+                }
+                self.gc_step(t);
             }
             self.nand.set_foreground(false);
             self.fg_moved += self.stats.gc_sectors_moved - moved_before;

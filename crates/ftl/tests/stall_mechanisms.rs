@@ -398,3 +398,51 @@ fn host_reads_charged_to_the_budget_make_a_mixed_load_stall() {
         );
     }
 }
+
+/// The moves of each stall (a write that moved more than a quarter of an
+/// erase unit) in random overwrites after a fill, runway 0, quantum `q`.
+fn stall_moves(q: f64, seed: u64) -> Vec<u64> {
+    let mut cfg = card(0.0, 0);
+    cfg.gc_stall_quantum_lebs = q;
+    let n = cfg.user_sectors;
+    let unit = cfg.slots_per_leb() as u64;
+    let mut v = Vsl::new(cfg).unwrap();
+    let mut t = Nanos::ZERO;
+    for lba in 0..n {
+        t = v.write(t, lba, 1).unwrap();
+    }
+    let mut x = seed;
+    let mut stalls = Vec::new();
+    for _ in 0..3 * n {
+        let before = v.gc_foreground_moves();
+        t = v.write(t, next_lba(&mut x, n), 1).unwrap();
+        let moved = v.gc_foreground_moves() - before;
+        if moved > unit / 4 {
+            stalls.push(moved);
+        }
+    }
+    v.check_consistency();
+    stalls
+}
+
+/// A stall's quantum: every stall moves at least that much, where without
+/// it a stall that finds its victim nearly collected moves little; with
+/// runway 0 a stall does not go past the quantum by more than a victim.
+#[test]
+fn a_stall_quantum_evens_out_the_stalls() {
+    let unit = card(0.0, 0).slots_per_leb() as u64;
+    for seed in [1u64, 2] {
+        let off = stall_moves(0.0, seed);
+        let on = stall_moves(0.8, seed);
+        assert!(!off.is_empty() && !on.is_empty(), "seed {seed}: no stall");
+        let q = (0.8 * unit as f64) as u64;
+        assert!(
+            off.iter().any(|&m| m < q),
+            "seed {seed}: without a quantum every stall already moved {q} or more: {off:?}"
+        );
+        assert!(
+            on.iter().all(|&m| m >= q && m < q + unit),
+            "seed {seed}: stalls moved {on:?} with a quantum of {q} (a unit is {unit})"
+        );
+    }
+}
