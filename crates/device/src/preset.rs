@@ -100,8 +100,9 @@ pub struct VslParams {
     pub gc_runway_lebs: f64,
     /// After host writes stop at the wall, the groomer collects in the
     /// foreground until this many erase units above the low watermark are
-    /// free; host I/O waits behind it. 0 = off.
-    pub catchup_lebs: u32,
+    /// free (a fraction allowed: that share of one more victim's moves);
+    /// host I/O waits behind it. 0 = off.
+    pub catchup_lebs: f64,
     /// After a foreground stall, the groomer makes no background moves for
     /// this long (ns), so the host writes the runway at full rate; 0 = off
     /// (absent in a preset file: 0).
@@ -176,7 +177,7 @@ impl VslParams {
         gc_background_lebs: 4,
         gc_share: 0.5,
         gc_runway_lebs: 0.0,
-        catchup_lebs: 0,
+        catchup_lebs: 0.0,
         gc_yield_ns: 0,
         idle_groom_fraction: 0.0,
         buffer_units: 16,

@@ -545,7 +545,7 @@ impl VslParams {
         )?;
         c.float("vsl.gc_share", self.gc_share, 0.01, 1.0)?;
         c.float("vsl.gc_runway_lebs", self.gc_runway_lebs, 0.0, 64.0)?;
-        c.int("vsl.catchup_lebs", self.catchup_lebs as u64, 0, 64)?;
+        c.float("vsl.catchup_lebs", self.catchup_lebs, 0.0, 64.0)?;
         c.int("vsl.gc_yield_ns", self.gc_yield_ns, 0, 1_000_000_000)?;
         c.float(
             "vsl.idle_groom_fraction",

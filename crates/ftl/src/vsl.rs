@@ -122,8 +122,10 @@ pub struct FtlConfig {
     /// `gc_catchup_after_ns`) after a write phase that stalled at the low
     /// watermark, the next host I/O finds the groomer collecting in the
     /// foreground until this many erase units above the low watermark are
-    /// free, and waits behind that work. 0 turns it off.
-    pub gc_catchup_lebs: u32,
+    /// free, and waits behind that work: the whole part unit by unit, a
+    /// fraction as that share of the next victim's valid slots moved (the
+    /// victim left part collected). 0 turns it off.
+    pub gc_catchup_lebs: f64,
     /// How long without a host write counts as writes having stopped, for
     /// catch-up grooming (10 ms: [`IDLE_AFTER`], the idle detection).
     pub gc_catchup_after_ns: u64,
@@ -199,7 +201,7 @@ impl FtlConfig {
             gc_share: 0.5,
             gc_runway_lebs: 0.0,
             gc_stall_quantum_lebs: 0.0,
-            gc_catchup_lebs: 0,
+            gc_catchup_lebs: 0.0,
             gc_catchup_after_ns: IDLE_AFTER.0,
             gc_yield_ns: 0,
             gc_idle_fraction: 0.0,
@@ -1287,14 +1289,16 @@ impl Vsl {
     /// `now` until its catch-up target is free. The work is queued on the
     /// banks (and, by the device, on the data paths) ahead of the I/O.
     fn catch_up(&mut self, now: Nanos) {
-        if self.cfg.gc_catchup_lebs == 0
+        if self.cfg.gc_catchup_lebs <= 0.0
             || !self.wall_hit
             || now < self.last_write_at + Nanos(self.cfg.gc_catchup_after_ns)
         {
             return;
         }
         self.wall_hit = false;
-        let target = (self.cfg.gc_reserve_lebs + self.cfg.gc_catchup_lebs) as usize;
+        let whole = self.cfg.gc_catchup_lebs.floor();
+        let fraction = self.cfg.gc_catchup_lebs - whole;
+        let target = self.cfg.gc_reserve_lebs as usize + whole as usize;
         let mut rounds = 0;
         self.nand.set_foreground(true);
         let moved_before = self.stats.gc_sectors_moved;
@@ -1302,6 +1306,22 @@ impl Vsl {
             rounds += 1;
             assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
             self.finish_victim(now);
+        }
+        // The fraction: that share of the next victim's valid slots, one
+        // sector at a time, once the whole units are free.
+        if fraction > 0.0
+            && self.pool_free() >= target
+            && (self.gc.collecting() || self.start_victim(true))
+        {
+            if let Some(leb) = self.gc.victim().map(|v| v.leb) {
+                let goal = (fraction * self.map.valid(leb) as f64).round() as u64;
+                let start = self.stats.gc_sectors_moved;
+                while self.stats.gc_sectors_moved - start < goal
+                    && self.gc.victim().map(|v| v.leb) == Some(leb)
+                {
+                    self.gc_step(now);
+                }
+            }
         }
         self.nand.set_foreground(false);
         self.fg_moved += self.stats.gc_sectors_moved - moved_before;

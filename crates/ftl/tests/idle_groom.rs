@@ -33,7 +33,7 @@ fn card(idle: f64) -> FtlConfig {
         gc_share: 0.5,
         gc_runway_lebs: 0.0,
         gc_stall_quantum_lebs: 0.0,
-        gc_catchup_lebs: 0,
+        gc_catchup_lebs: 0.0,
         gc_catchup_after_ns: ftl::IDLE_AFTER.0,
         gc_yield_ns: 0,
         gc_idle_fraction: idle,

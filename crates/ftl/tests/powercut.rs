@@ -35,7 +35,7 @@ fn small(sector: u32, mode: GcMode) -> FtlConfig {
         gc_share: 0.5,
         gc_runway_lebs: 0.0,
         gc_stall_quantum_lebs: 0.0,
-        gc_catchup_lebs: 0,
+        gc_catchup_lebs: 0.0,
         gc_catchup_after_ns: ftl::IDLE_AFTER.0,
         gc_yield_ns: 0,
         gc_idle_fraction: 0.0,

@@ -24,7 +24,7 @@ fn geometry() -> Geometry {
 
 /// 4 data channels + 1 parity, 2 banks, 64 erase units of 16 pages; no
 /// idle grooming (it would free space in the pauses these tests make).
-fn card(runway: f64, catchup: u32) -> FtlConfig {
+fn card(runway: f64, catchup: f64) -> FtlConfig {
     let mut cfg = FtlConfig {
         geometry: geometry(),
         timing: CellTiming::MLC_2009,
@@ -57,7 +57,7 @@ struct Seen {
 /// time, each issued when the last completed) until writes stall at the
 /// low watermark, pauses 20 ms (past the 10 ms idle detection) and reads
 /// twice.
-fn run(runway: f64, catchup: u32, seed: u64) -> Seen {
+fn run(runway: f64, catchup: f64, seed: u64) -> Seen {
     run_with(card(runway, catchup), seed)
 }
 
@@ -84,15 +84,15 @@ fn run_with(cfg: FtlConfig, seed: u64) -> Seen {
 #[test]
 fn a_runway_makes_a_stall_longer() {
     for seed in [1u64, 2] {
-        let off = run(0.0, 0, seed);
-        let on = run(2.0, 0, seed);
+        let off = run(0.0, 0.0, seed);
+        let on = run(2.0, 0.0, seed);
         assert!(
             on.write_peak > off.write_peak,
             "seed {seed}: runway 2 peak {:?}, none {:?}",
             on.write_peak,
             off.write_peak
         );
-        assert_eq!(off, run(0.0, 0, seed), "seed {seed}: not deterministic");
+        assert_eq!(off, run(0.0, 0.0, seed), "seed {seed}: not deterministic");
     }
 }
 
@@ -102,9 +102,9 @@ fn a_runway_makes_a_stall_longer() {
 #[test]
 fn a_fractional_runway_stalls_between_the_whole_ones() {
     for seed in [1u64, 2] {
-        let none = run(0.0, 0, seed).write_peak;
-        let half = run(0.5, 0, seed).write_peak;
-        let one = run(1.0, 0, seed).write_peak;
+        let none = run(0.0, 0.0, seed).write_peak;
+        let half = run(0.5, 0.0, seed).write_peak;
+        let one = run(1.0, 0.0, seed).write_peak;
         assert!(
             none < half && half < one,
             "seed {seed}: runway 0 / 0.5 / 1 peaks {none:?} / {half:?} / {one:?}"
@@ -119,7 +119,7 @@ fn a_fractional_runway_stalls_between_the_whole_ones() {
 /// the paced writes (moves but no stall) issued within `window` after a
 /// stall's write completed, and the stalls seen.
 fn paced_moves_after_stalls(yield_for: Nanos, window: Nanos, seed: u64) -> (u64, u32) {
-    let mut cfg = card(1.0, 0);
+    let mut cfg = card(1.0, 0.0);
     cfg.gc_yield_ns = yield_for.0;
     let n = cfg.user_sectors;
     let unit = cfg.slots_per_leb() as u64;
@@ -182,11 +182,11 @@ fn a_scaled_card_parks_what_its_stalling_pool_does_not_use() {
     // high watermark, so it parks units (docs/MODEL.md "Scaling"). The
     // same card at full size has nothing to park.
     for seed in [1u64, 2] {
-        let mut scaled = card(0.1, 0);
+        let mut scaled = card(0.1, 0.0);
         scaled.gc_yield_ns = 5_000_000;
         scale_units(&mut scaled, 2);
         scaled.user_sectors = (scaled.max_user_sectors() as f64 * 0.8) as u64;
-        let mut full = card(0.1, 0);
+        let mut full = card(0.1, 0.0);
         full.gc_yield_ns = 5_000_000;
         let parked = parked_after_stalls(scaled, seed);
         assert!(
@@ -213,9 +213,9 @@ fn a_runway_longer_than_the_spare_ends_early_instead_of_failing() {
     // low watermark the groomer collects what holds stale data and the
     // host resumes. It used to panic ("no closed erase unit to collect").
     for mode in [GcMode::Paced, GcMode::Legacy] {
-        let mut cfg = card(40.0, 0);
+        let mut cfg = card(40.0, 0.0);
         cfg.gc_mode = mode;
-        let mut none = card(0.0, 0);
+        let mut none = card(0.0, 0.0);
         none.gc_mode = mode;
         let long = run_with(cfg, 1);
         let short = run_with(none, 1);
@@ -231,8 +231,8 @@ fn a_runway_longer_than_the_spare_ends_early_instead_of_failing() {
 #[test]
 fn catch_up_grooming_makes_the_read_after_a_stalled_phase_wait_once() {
     for seed in [1u64, 2] {
-        let off = run(0.0, 0, seed);
-        let on = run(0.0, 3, seed);
+        let off = run(0.0, 0.0, seed);
+        let on = run(0.0, 3.0, seed);
         // The write phases are the same; only the read after the pause
         // differs.
         assert_eq!(on.write_peak, off.write_peak, "seed {seed}");
@@ -295,7 +295,7 @@ fn the_pace_counting_progress_sees_no_jump_at_an_erase() {
     for seed in [1u64, 2, 3] {
         let mut jumps = [0.0f64; 2];
         for (i, on) in [false, true].into_iter().enumerate() {
-            let mut cfg = card(0.0, 0);
+            let mut cfg = card(0.0, 0.0);
             cfg.gc_pace_progress = on;
             let n = cfg.user_sectors;
             let mut v = Vsl::new(cfg).unwrap();
@@ -328,15 +328,44 @@ fn the_pace_counting_progress_sees_no_jump_at_an_erase() {
     }
 }
 
+/// A fractional catch-up target moves that share of one more victim:
+/// the read after the pause waits strictly between the whole targets'
+/// waits, and the whole target's units were freed first.
+#[test]
+fn a_fractional_catch_up_target_waits_between_the_whole_ones() {
+    for seed in [1u64, 2] {
+        let two = run(0.0, 2.0, seed);
+        let half = run(0.0, 2.5, seed);
+        let three = run(0.0, 3.0, seed);
+        assert!(
+            two.read_after_pause < half.read_after_pause
+                && half.read_after_pause < three.read_after_pause,
+            "seed {seed}: read after the pause {:?} (2), {:?} (2.5), {:?} (3)",
+            two.read_after_pause,
+            half.read_after_pause,
+            three.read_after_pause
+        );
+        // The whole units were freed; the part-collected victim's moves
+        // may have opened one more frontier unit.
+        assert!(
+            half.free_after_read + 1 >= two.free_after_read,
+            "seed {seed}: free units {} (2.5), {} (2)",
+            half.free_after_read,
+            two.free_after_read
+        );
+        assert!(half.second_read < Nanos(1_000_000), "seed {seed}: {:?}", half.second_read);
+    }
+}
+
 /// Catch-up grooming waits `gc_catchup_after_ns` without host writes: a
 /// read 20 ms after a stalled write phase finds it (the default 10 ms),
 /// or does not (5 s), and a read after 5 s does.
 #[test]
 fn catch_up_waits_for_writes_to_have_stopped_that_long() {
     for seed in [1u64, 2] {
-        let mut late = card(0.0, 3);
+        let mut late = card(0.0, 3.0);
         late.gc_catchup_after_ns = 5_000_000_000;
-        let soon = run(0.0, 3, seed);
+        let soon = run(0.0, 3.0, seed);
         let pause = run_with(late.clone(), seed);
         assert!(soon.free_after_read > soon.free_before_read, "seed {seed}: no catch-up at 10 ms");
         assert_eq!(
@@ -361,7 +390,7 @@ fn catch_up_waits_for_writes_to_have_stopped_that_long() {
 /// costing the budget `charge` moves the groomer falls behind and host
 /// writes stall at the low watermark, more the more a read costs.
 fn stalls_under_a_mixed_load(charge: f64, seed: u64) -> u64 {
-    let mut cfg = card(0.0, 0);
+    let mut cfg = card(0.0, 0.0);
     cfg.gc_share = 0.6;
     cfg.gc_read_charge = charge;
     let n = cfg.user_sectors;
@@ -402,7 +431,7 @@ fn host_reads_charged_to_the_budget_make_a_mixed_load_stall() {
 /// The moves of each stall (a write that moved more than a quarter of an
 /// erase unit) in random overwrites after a fill, runway 0, quantum `q`.
 fn stall_moves(q: f64, seed: u64) -> Vec<u64> {
-    let mut cfg = card(0.0, 0);
+    let mut cfg = card(0.0, 0.0);
     cfg.gc_stall_quantum_lebs = q;
     let n = cfg.user_sectors;
     let unit = cfg.slots_per_leb() as u64;
@@ -430,7 +459,7 @@ fn stall_moves(q: f64, seed: u64) -> Vec<u64> {
 /// runway 0 a stall does not go past the quantum by more than a victim.
 #[test]
 fn a_stall_quantum_evens_out_the_stalls() {
-    let unit = card(0.0, 0).slots_per_leb() as u64;
+    let unit = card(0.0, 0.0).slots_per_leb() as u64;
     for seed in [1u64, 2] {
         let off = stall_moves(0.0, seed);
         let on = stall_moves(0.8, seed);
