@@ -246,7 +246,9 @@ fn read_iops(dir: &std::path::Path, tag: &str, extra: &[(&str, &str)]) -> f64 {
         "--duration",
         "200ms",
     ];
-    summary_with(dir, tag, extra, &args)["iops"].as_f64().unwrap()
+    summary_with(dir, tag, extra, &args)["iops"]
+        .as_f64()
+        .unwrap()
 }
 
 #[test]

@@ -569,7 +569,8 @@ impl Member {
         self.fg_charged = fg;
         if moved > 0 && self.move_ns > 0 {
             let hold = background * self.move_hold_ns;
-            self.ctrl_write.reserve(t0, Nanos(moved * self.move_ns + hold));
+            self.ctrl_write
+                .reserve(t0, Nanos(moved * self.move_ns + hold));
         }
         if moved > 0 && self.move_read_ns > 0 {
             self.ctrl_read.reserve(t0, Nanos(moved * self.move_read_ns));

@@ -566,7 +566,12 @@ impl VslParams {
         c.int("vsl.read_pipe_depth", self.read_pipe_depth as u64, 0, 4096)?;
         c.float("vsl.gc_move_read_hold", self.gc_move_read_hold, 0.0, 1.0)?;
         c.float("vsl.gc_read_charge", self.gc_read_charge, 0.0, 4.0)?;
-        c.float("vsl.gc_stall_quantum_lebs", self.gc_stall_quantum_lebs, 0.0, 16.0)?;
+        c.float(
+            "vsl.gc_stall_quantum_lebs",
+            self.gc_stall_quantum_lebs,
+            0.0,
+            16.0,
+        )?;
         if let Some(a) = self.catchup_after_ns {
             c.int("vsl.catchup_after_ns", a, 1_000_000, 60_000_000_000)?;
         }

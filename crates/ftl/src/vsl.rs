@@ -745,7 +745,8 @@ impl Vsl {
         if self.cfg.gc_read_charge > 0.0 && media > 0 && self.cfg.gc_mode == GcMode::Paced {
             let burst = (self.spu * self.cfg.geometry.banks) as f64;
             self.gc.top_up(ready, burst);
-            self.gc.charge(self.cfg.gc_read_charge * media as f64, burst);
+            self.gc
+                .charge(self.cfg.gc_read_charge * media as f64, burst);
         }
         self.stats.host_sectors_read += count;
         Ok(done)

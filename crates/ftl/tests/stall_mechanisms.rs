@@ -353,7 +353,11 @@ fn a_fractional_catch_up_target_waits_between_the_whole_ones() {
             half.free_after_read,
             two.free_after_read
         );
-        assert!(half.second_read < Nanos(1_000_000), "seed {seed}: {:?}", half.second_read);
+        assert!(
+            half.second_read < Nanos(1_000_000),
+            "seed {seed}: {:?}",
+            half.second_read
+        );
     }
 }
 
@@ -367,12 +371,19 @@ fn catch_up_waits_for_writes_to_have_stopped_that_long() {
         late.gc_catchup_after_ns = 5_000_000_000;
         let soon = run(0.0, 3.0, seed);
         let pause = run_with(late.clone(), seed);
-        assert!(soon.free_after_read > soon.free_before_read, "seed {seed}: no catch-up at 10 ms");
+        assert!(
+            soon.free_after_read > soon.free_before_read,
+            "seed {seed}: no catch-up at 10 ms"
+        );
         assert_eq!(
             pause.free_after_read, pause.free_before_read,
             "seed {seed}: catch-up ran 20 ms after the writes with a 5 s wait"
         );
-        assert!(pause.read_after_pause < Nanos(1_000_000), "seed {seed}: {:?}", pause.read_after_pause);
+        assert!(
+            pause.read_after_pause < Nanos(1_000_000),
+            "seed {seed}: {:?}",
+            pause.read_after_pause
+        );
         // After 5 s without writes it runs.
         let n = late.user_sectors;
         let mut v = Vsl::new(late).unwrap();
@@ -380,8 +391,15 @@ fn catch_up_waits_for_writes_to_have_stopped_that_long() {
         let before = v.free_lebs();
         let at = v.busy_until().max(t) + Nanos(5_000_000_001);
         let wait = v.read(at, 1, 1).unwrap() - at;
-        assert!(v.free_lebs() >= 2 + 3 && v.free_lebs() > before, "seed {seed}: {before} -> {}", v.free_lebs());
-        assert!(wait > Nanos(1_000_000), "seed {seed}: read after 5 s waited {wait:?}");
+        assert!(
+            v.free_lebs() >= 2 + 3 && v.free_lebs() > before,
+            "seed {seed}: {before} -> {}",
+            v.free_lebs()
+        );
+        assert!(
+            wait > Nanos(1_000_000),
+            "seed {seed}: read after 5 s waited {wait:?}"
+        );
     }
 }
 
@@ -420,7 +438,11 @@ fn host_reads_charged_to_the_budget_make_a_mixed_load_stall() {
         let none = stalls_under_a_mixed_load(0.0, seed);
         let one = stalls_under_a_mixed_load(1.0, seed);
         let two = stalls_under_a_mixed_load(2.0, seed);
-        assert_eq!(none, stalls_under_a_mixed_load(0.0, seed), "seed {seed}: not deterministic");
+        assert_eq!(
+            none,
+            stalls_under_a_mixed_load(0.0, seed),
+            "seed {seed}: not deterministic"
+        );
         assert!(
             none <= one && one <= two && two > 10 * none.max(1),
             "seed {seed}: moves in stalls with a read charge of 0 / 1 / 2: {none} / {one} / {two}"
