@@ -159,6 +159,18 @@ fn bad_preset_files_are_one_line_naming_the_field() {
             "read_holds_die = true\ngc_stall_quantum_lebs = 20",
             "vsl.gc_stall_quantum_lebs = 20 is out of range",
         ),
+        (
+            "read_holds_die = true",
+            "read_holds_die = true\ncatchup_moves_lebs = 99",
+            "vsl.catchup_moves_lebs = 99 is out of range",
+        ),
+        // Catch-up counts work or free space, not both (the preset's
+        // catchup_lebs is 2).
+        (
+            "read_holds_die = true",
+            "read_holds_die = true\ncatchup_moves_lebs = 4",
+            "vsl.catchup_moves_lebs and vsl.catchup_lebs are both set",
+        ),
         // A read pipe turned on needs its source, as every other field.
         (
             "read_holds_die = true",

@@ -316,6 +316,7 @@ impl CardConfig {
             gc_runway_lebs: v.gc_runway_lebs * k as f64,
             gc_stall_quantum_lebs: v.gc_stall_quantum_lebs * k as f64,
             gc_catchup_lebs: v.catchup_lebs * k as f64,
+            gc_catchup_moves_lebs: v.catchup_moves_lebs * k as f64,
             gc_catchup_after_ns: v.catchup_after_ns.unwrap_or(ftl::IDLE_AFTER.0),
             gc_yield_ns: v.gc_yield_ns,
             gc_idle_fraction: v.idle_groom_fraction,
@@ -503,7 +504,7 @@ impl Member {
         } else {
             0
         };
-        let charge_read_moves = cfg.gc_catchup_lebs > 0.0;
+        let charge_read_moves = cfg.gc_catchup_lebs > 0.0 || cfg.gc_catchup_moves_lebs > 0.0;
         let health = Health::new(&cfg, env, preset, id, write_bps);
         let mut m = Member {
             health,

@@ -167,6 +167,13 @@ pub struct VslParams {
     /// 0, off): [`ftl::FtlConfig::gc_stall_quantum_lebs`].
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub gc_stall_quantum_lebs: f64,
+    /// Catch-up grooming counted in work instead of free space: once host
+    /// writes stop after a stall, the groomer moves this many erase units
+    /// of valid slots in the foreground, whatever free space that gains
+    /// (absent: 0, catch-up follows `catchup_lebs`):
+    /// [`ftl::FtlConfig::gc_catchup_moves_lebs`].
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub catchup_moves_lebs: f64,
 }
 
 impl VslParams {
@@ -194,6 +201,7 @@ impl VslParams {
         gc_read_charge: 0.0,
         catchup_after_ns: None,
         gc_stall_quantum_lebs: 0.0,
+        catchup_moves_lebs: 0.0,
     };
 }
 

@@ -274,6 +274,7 @@ pub const SOURCED_FIELDS: &[&str] = &[
     "vsl.gc_read_charge",
     "vsl.catchup_after_ns",
     "vsl.gc_stall_quantum_lebs",
+    "vsl.catchup_moves_lebs",
     "power.slot_powered",
     "power.cooling_share",
     "power.idle_w",
@@ -412,6 +413,7 @@ impl PresetFile {
                 || (f == "vsl.gc_read_charge" && self.vsl.gc_read_charge == 0.0)
                 || (f == "vsl.catchup_after_ns" && self.vsl.catchup_after_ns.is_none())
                 || (f == "vsl.gc_stall_quantum_lebs" && self.vsl.gc_stall_quantum_lebs == 0.0)
+                || (f == "vsl.catchup_moves_lebs" && self.vsl.catchup_moves_lebs == 0.0)
         };
         if let Some(f) = SOURCED_FIELDS
             .iter()
@@ -574,6 +576,14 @@ impl VslParams {
         )?;
         if let Some(a) = self.catchup_after_ns {
             c.int("vsl.catchup_after_ns", a, 1_000_000, 60_000_000_000)?;
+        }
+        c.float("vsl.catchup_moves_lebs", self.catchup_moves_lebs, 0.0, 64.0)?;
+        if self.catchup_moves_lebs > 0.0 && self.catchup_lebs > 0.0 {
+            return Err(format!(
+                "{}: vsl.catchup_moves_lebs and vsl.catchup_lebs are both set (catch-up \
+                 counts work or free space: set the other to 0)",
+                c.origin
+            ));
         }
         Ok(())
     }

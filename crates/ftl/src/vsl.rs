@@ -126,6 +126,15 @@ pub struct FtlConfig {
     /// fraction as that share of the next victim's valid slots moved (the
     /// victim left part collected). 0 turns it off.
     pub gc_catchup_lebs: f64,
+    /// Catch-up grooming counted in work: instead of a free-space target
+    /// (`gc_catchup_lebs`, which must then be 0), the groomer moves this
+    /// many erase units' worth of valid slots, a sector at a time from the
+    /// victim in hand on. A free-space target digs as many victims deep as
+    /// it needs, and a card scaled by `k` (the same number of units, each
+    /// `k` times smaller) digs `k` times deeper into fuller victims for the
+    /// same bytes; a target in work costs the same time at every scale.
+    /// 0 turns it off.
+    pub gc_catchup_moves_lebs: f64,
     /// How long without a host write counts as writes having stopped, for
     /// catch-up grooming (10 ms: [`IDLE_AFTER`], the idle detection).
     pub gc_catchup_after_ns: u64,
@@ -202,6 +211,7 @@ impl FtlConfig {
             gc_runway_lebs: 0.0,
             gc_stall_quantum_lebs: 0.0,
             gc_catchup_lebs: 0.0,
+            gc_catchup_moves_lebs: 0.0,
             gc_catchup_after_ns: IDLE_AFTER.0,
             gc_yield_ns: 0,
             gc_idle_fraction: 0.0,
@@ -933,17 +943,7 @@ impl Vsl {
             }
             // Then up to its quantum of moves, a sector at a time.
             let quantum = (self.cfg.gc_stall_quantum_lebs * self.spl as f64) as u64;
-            while self.stats.gc_sectors_moved - moved_before < quantum {
-                rounds += 1;
-                assert!(
-                    rounds <= self.cfg.geometry.lebs() * (self.spl + 1),
-                    "GC makes no progress"
-                );
-                if !self.gc.collecting() && !self.start_victim(true) {
-                    break;
-                }
-                self.gc_step(t);
-            }
+            self.move_until(t, moved_before, quantum);
             self.nand.set_foreground(false);
             self.fg_moved += self.stats.gc_sectors_moved - moved_before;
             if self.cfg.gc_yield_ns > 0 {
@@ -1290,13 +1290,23 @@ impl Vsl {
     /// `now` until its catch-up target is free. The work is queued on the
     /// banks (and, by the device, on the data paths) ahead of the I/O.
     fn catch_up(&mut self, now: Nanos) {
-        if self.cfg.gc_catchup_lebs <= 0.0
+        if (self.cfg.gc_catchup_lebs <= 0.0 && self.cfg.gc_catchup_moves_lebs <= 0.0)
             || !self.wall_hit
             || now < self.last_write_at + Nanos(self.cfg.gc_catchup_after_ns)
         {
             return;
         }
         self.wall_hit = false;
+        if self.cfg.gc_catchup_moves_lebs > 0.0 {
+            // A target in work: that many units' worth of slots moved.
+            let goal = (self.cfg.gc_catchup_moves_lebs * self.spl as f64).round() as u64;
+            self.nand.set_foreground(true);
+            let moved_before = self.stats.gc_sectors_moved;
+            self.move_until(now, moved_before, goal);
+            self.nand.set_foreground(false);
+            self.fg_moved += self.stats.gc_sectors_moved - moved_before;
+            return;
+        }
         let whole = self.cfg.gc_catchup_lebs.floor();
         let fraction = self.cfg.gc_catchup_lebs - whole;
         let target = self.cfg.gc_reserve_lebs as usize + whole as usize;
@@ -1326,6 +1336,25 @@ impl Vsl {
         }
         self.nand.set_foreground(false);
         self.fg_moved += self.stats.gc_sectors_moved - moved_before;
+    }
+
+    /// Moves sectors at `t`, one at a time from the victim in hand on (the
+    /// last victim may be left part collected), until `goal` sectors have
+    /// moved since the count stood at `since`, or nothing is left to
+    /// reclaim.
+    fn move_until(&mut self, t: Nanos, since: u64, goal: u64) {
+        let mut rounds = 0;
+        while self.stats.gc_sectors_moved - since < goal {
+            rounds += 1;
+            assert!(
+                rounds <= self.cfg.geometry.lebs() * (self.spl + 1),
+                "GC makes no progress"
+            );
+            if !self.gc.collecting() && !self.start_victim(true) {
+                break;
+            }
+            self.gc_step(t);
+        }
     }
 
     /// Picks the next unit to collect (`urgent`: for a foreground stall,

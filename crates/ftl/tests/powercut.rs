@@ -36,6 +36,7 @@ fn small(sector: u32, mode: GcMode) -> FtlConfig {
         gc_runway_lebs: 0.0,
         gc_stall_quantum_lebs: 0.0,
         gc_catchup_lebs: 0.0,
+        gc_catchup_moves_lebs: 0.0,
         gc_catchup_after_ns: ftl::IDLE_AFTER.0,
         gc_yield_ns: 0,
         gc_idle_fraction: 0.0,

@@ -497,3 +497,51 @@ fn a_stall_quantum_evens_out_the_stalls() {
         );
     }
 }
+
+/// Catch-up counted in work (`gc_catchup_moves_lebs`): the read after a
+/// stalled write phase finds the groomer moving exactly that many erase
+/// units' worth of slots, whatever the free space it gains; twice the work
+/// makes the read wait longer, and the read after it does not wait.
+#[test]
+fn catch_up_counted_in_work_moves_its_target_and_no_more() {
+    for seed in [1u64, 2] {
+        let mut waits = Vec::new();
+        for target in [1.5, 3.0] {
+            let mut cfg = card(0.0, 0.0);
+            cfg.gc_catchup_moves_lebs = target;
+            let spl = cfg.slots_per_leb() as u64;
+            let n = cfg.user_sectors;
+            let mut v = Vsl::new(cfg).unwrap();
+            let (t, _) = fill_and_overwrite(&mut v, n, 3, seed);
+            let at = v.busy_until().max(t) + Nanos(20_000_000);
+            let before = v.gc_foreground_moves();
+            let first = v.read(at, 1, 1).unwrap() - at;
+            let moved = v.gc_foreground_moves() - before;
+            assert_eq!(
+                moved,
+                (target * spl as f64).round() as u64,
+                "seed {seed}: catch-up of {target} units moved {moved} sectors ({spl} per unit)"
+            );
+            let at2 = v.busy_until().max(at + first);
+            let before = v.gc_foreground_moves();
+            let second = v.read(at2, 2, 1).unwrap() - at2;
+            assert_eq!(
+                v.gc_foreground_moves(),
+                before,
+                "seed {seed}: caught up twice"
+            );
+            assert!(
+                second < Nanos(1_000_000),
+                "seed {seed}: second read {second:?}"
+            );
+            v.check_consistency();
+            waits.push(first);
+        }
+        assert!(
+            waits[0] < waits[1],
+            "seed {seed}: read after the pause {:?} (1.5 units of moves), {:?} (3)",
+            waits[0],
+            waits[1]
+        );
+    }
+}
