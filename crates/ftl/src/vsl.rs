@@ -1341,7 +1341,10 @@ impl Vsl {
     /// Moves sectors at `t`, one at a time from the victim in hand on (the
     /// last victim may be left part collected), until `goal` sectors have
     /// moved since the count stood at `since`, or nothing is left to
-    /// reclaim.
+    /// reclaim. It starts no victim once the free pool is above the high
+    /// watermark: where victims hold little or nothing (sequential
+    /// overwrites), a goal in moves would otherwise erase every such unit
+    /// at once.
     fn move_until(&mut self, t: Nanos, since: u64, goal: u64) {
         let mut rounds = 0;
         while self.stats.gc_sectors_moved - since < goal {
@@ -1350,7 +1353,10 @@ impl Vsl {
                 rounds <= self.cfg.geometry.lebs() * (self.spl + 1),
                 "GC makes no progress"
             );
-            if !self.gc.collecting() && !self.start_victim(true) {
+            if !self.gc.collecting()
+                && (self.pool_free() > self.cfg.gc_background_lebs as usize
+                    || !self.start_victim(true))
+            {
                 break;
             }
             self.gc_step(t);
