@@ -1297,22 +1297,27 @@ impl Vsl {
             return;
         }
         self.wall_hit = false;
+        self.nand.set_foreground(true);
+        let moved_before = self.stats.gc_sectors_moved;
         if self.cfg.gc_catchup_moves_lebs > 0.0 {
             // A target in work: that many units' worth of slots moved.
             let goal = (self.cfg.gc_catchup_moves_lebs * self.spl as f64).round() as u64;
-            self.nand.set_foreground(true);
-            let moved_before = self.stats.gc_sectors_moved;
             self.move_until(now, moved_before, goal);
-            self.nand.set_foreground(false);
-            self.fg_moved += self.stats.gc_sectors_moved - moved_before;
-            return;
+        } else {
+            self.catch_up_free_space(now);
         }
+        self.nand.set_foreground(false);
+        self.fg_moved += self.stats.gc_sectors_moved - moved_before;
+    }
+
+    /// Catch-up's free-space target ([`FtlConfig::gc_catchup_lebs`]): whole
+    /// units collected until the low watermark plus its whole part is
+    /// free, then its fraction of the next victim's valid slots moved.
+    fn catch_up_free_space(&mut self, now: Nanos) {
         let whole = self.cfg.gc_catchup_lebs.floor();
         let fraction = self.cfg.gc_catchup_lebs - whole;
         let target = self.cfg.gc_reserve_lebs as usize + whole as usize;
         let mut rounds = 0;
-        self.nand.set_foreground(true);
-        let moved_before = self.stats.gc_sectors_moved;
         while self.pool_free() < target && (self.gc.collecting() || self.start_victim(true)) {
             rounds += 1;
             assert!(rounds <= self.cfg.geometry.lebs(), "GC makes no progress");
@@ -1334,8 +1339,6 @@ impl Vsl {
                 }
             }
         }
-        self.nand.set_foreground(false);
-        self.fg_moved += self.stats.gc_sectors_moved - moved_before;
     }
 
     /// Moves sectors at `t`, one at a time from the victim in hand on (the
