@@ -1345,9 +1345,10 @@ impl Vsl {
     /// last victim may be left part collected), until `goal` sectors have
     /// moved since the count stood at `since`, or nothing is left to
     /// reclaim. It starts no victim once the free pool is above the high
-    /// watermark: where victims hold little or nothing (sequential
-    /// overwrites), a goal in moves would otherwise erase every such unit
-    /// at once.
+    /// watermark, and it ends at a victim that holds nothing valid: the
+    /// goal counts moves, and such a unit frees without any (sequential
+    /// overwrites), so it is left, picked, to the background groomer's
+    /// paced erases instead of the stall erasing a run of them at once.
     fn move_until(&mut self, t: Nanos, since: u64, goal: u64) {
         let mut rounds = 0;
         while self.stats.gc_sectors_moved - since < goal {
@@ -1358,7 +1359,8 @@ impl Vsl {
             );
             if !self.gc.collecting()
                 && (self.pool_free() > self.cfg.gc_background_lebs as usize
-                    || !self.start_victim(true))
+                    || !self.start_victim(true)
+                    || self.gc.victim().is_some_and(|v| self.map.valid(v.leb) == 0))
             {
                 break;
             }

@@ -545,3 +545,48 @@ fn catch_up_counted_in_work_moves_its_target_and_no_more() {
         );
     }
 }
+
+/// The most erases one host write made, and the erases in all, in three
+/// sequential overwrites of the filled card (every victim holds nothing
+/// valid), with stall quantum `q`.
+fn sequential_erases(q: f64) -> (u64, u64) {
+    let mut cfg = card(0.0, 0.0);
+    cfg.gc_stall_quantum_lebs = q;
+    let n = cfg.user_sectors;
+    let mut v = Vsl::new(cfg).unwrap();
+    let mut t = Nanos::ZERO;
+    let mut most = 0;
+    let start = v.media_counters().leb_erases;
+    for pass in 0..4 {
+        for lba in (0..n).step_by(8) {
+            let before = v.media_counters().leb_erases;
+            t = v.write(t, lba, 8.min(n - lba)).unwrap();
+            if pass > 0 {
+                most = most.max(v.media_counters().leb_erases - before);
+            }
+        }
+    }
+    v.check_consistency();
+    (most, v.media_counters().leb_erases - start)
+}
+
+/// A stall's quantum counts moves: where victims hold nothing valid
+/// (sequential overwrites) it adds no erases to a stall, which would
+/// otherwise erase every such unit up to the high watermark at once (one
+/// burst of erase power, issue 29's slot-power test). The erases in all
+/// are the same.
+#[test]
+fn a_stall_quantum_adds_no_erases_where_victims_hold_nothing() {
+    let (off, off_total) = sequential_erases(0.0);
+    let (on, on_total) = sequential_erases(0.8);
+    assert!(off >= 1, "the overwrites erased nothing in a write ({off})");
+    assert!(
+        on <= off,
+        "with a quantum one write erased {on} units, without {off}"
+    );
+    let d = on_total.abs_diff(off_total);
+    assert!(
+        d <= 2,
+        "erases in all: {on_total} with a quantum, {off_total} without"
+    );
+}

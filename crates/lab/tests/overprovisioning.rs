@@ -10,7 +10,8 @@ use workload::Profile;
 struct Outcome {
     wa: f64,
     write_iops: f64,
-    /// The first 5 s of reads right after the writes.
+    /// The reads right after the writes, until 5 s past the point where
+    /// catch-up grooming starts (`catchup_after_ns` without writes).
     first_read_iops: f64,
     /// The next 5 s.
     read_iops: f64,
@@ -20,6 +21,11 @@ fn steady(format: Format) -> Outcome {
     let mut c = CardConfig::new(Preset::by_name("iodrive-duo-640-mlc").unwrap());
     c.scale = 0.01;
     c.format = format;
+    let catch_up_s = c
+        .ftl_config()
+        .unwrap()
+        .gc_catchup_after_ns
+        .div_ceil(1_000_000_000);
     let mut card = Card::new(c).unwrap();
     let t = precondition_fill(&mut card, Nanos::ZERO).unwrap();
     let w = Profile::by_name("4k-randwrite").unwrap().spec();
@@ -39,8 +45,9 @@ fn steady(format: Format) -> Outcome {
     let r = Profile::by_name("4k-randread").unwrap().spec();
     // The first reads after the writes wait behind catch-up grooming where
     // the writes stalled (stock; SYSTEM.md §4's ~1 s read peak after write
-    // preconditioning): steady reads are measured after them.
-    let first = run(&mut card, &r, &o(5), t, &mut |_| {}).unwrap();
+    // preconditioning), from when the writes have stopped for the preset's
+    // catch-up delay: steady reads are measured after them.
+    let first = run(&mut card, &r, &o(catch_up_s + 5), t, &mut |_| {}).unwrap();
     let rr = run(&mut card, &r, &o(5), first.end, &mut |_| {}).unwrap();
     Outcome {
         wa: m.summary.totals.write_amplification,
