@@ -107,6 +107,20 @@ fn bad_preset_files_are_one_line_naming_the_field() {
         .expect("the preset names the share's source");
     let share_kind = &share_src[..share_src.find(':').expect("KIND: text") + 1];
     let guess = "\"vsl.gc_share\" = \"guess:";
+    // The switches the cases below add start absent, whatever the preset
+    // sets them to today.
+    let text = without(
+        &text,
+        &[
+            "read_pipe_depth",
+            "gc_read_charge",
+            "catchup_after_ns",
+            "gc_stall_quantum_lebs",
+            "catchup_moves_lebs",
+            "catchup_lebs",
+            "gc_read_ahead_units",
+        ],
+    );
     let cases: &[(&str, &str, &str)] = &[
         // The rest of the line (today's value) becomes a comment.
         (
@@ -164,12 +178,16 @@ fn bad_preset_files_are_one_line_naming_the_field() {
             "read_holds_die = true\ncatchup_moves_lebs = 99",
             "vsl.catchup_moves_lebs = 99 is out of range",
         ),
-        // Catch-up counts work or free space, not both (the preset's
-        // catchup_lebs is 2).
+        // Catch-up counts work or free space, not both.
         (
             "read_holds_die = true",
-            "read_holds_die = true\ncatchup_moves_lebs = 4",
+            "read_holds_die = true\ncatchup_moves_lebs = 4\ncatchup_lebs = 2",
             "vsl.catchup_moves_lebs and vsl.catchup_lebs are both set",
+        ),
+        (
+            "read_holds_die = true",
+            "read_holds_die = true\ngc_read_ahead_units = 99",
+            "vsl.gc_read_ahead_units = 99 is out of range 0..=64",
         ),
         // A read pipe turned on needs its source, as every other field.
         (
@@ -215,6 +233,19 @@ fn bad_preset_files_are_one_line_naming_the_field() {
     );
 }
 
+/// `text` (a preset file) without the `[vsl]` lines of `keys` and their
+/// sources.
+fn without(text: &str, keys: &[&str]) -> String {
+    text.lines()
+        .filter(|l| {
+            !keys.iter().any(|k| {
+                l.starts_with(&format!("{k} = ")) || l.starts_with(&format!("\"vsl.{k}\" = "))
+            })
+        })
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 /// The summary of `vsl run ARGS` on a 640 MLC at scale 0.01 whose file
 /// has `extra` lines added to its `[vsl]` table (and their sources).
 fn summary_with(
@@ -223,7 +254,9 @@ fn summary_with(
     extra: &[(&str, &str)],
     args: &[&str],
 ) -> serde_json::Value {
-    let (_, mut text, _) = vsl(&["devices", "--show", "iodrive-duo-640-mlc"]);
+    let (_, text, _) = vsl(&["devices", "--show", "iodrive-duo-640-mlc"]);
+    let keys: Vec<&str> = extra.iter().map(|(k, _)| *k).collect();
+    let mut text = without(&text, &keys);
     for (k, v) in extra {
         text = text.replacen(
             "read_holds_die = true",

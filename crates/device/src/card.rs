@@ -317,6 +317,7 @@ impl CardConfig {
             gc_stall_quantum_lebs: v.gc_stall_quantum_lebs * k as f64,
             gc_catchup_lebs: v.catchup_lebs * k as f64,
             gc_catchup_moves_lebs: v.catchup_moves_lebs * k as f64,
+            gc_read_ahead_units: v.gc_read_ahead_units,
             gc_catchup_after_ns: v.catchup_after_ns.unwrap_or(ftl::IDLE_AFTER.0),
             gc_yield_ns: v.gc_yield_ns,
             gc_idle_fraction: v.idle_groom_fraction,

@@ -174,6 +174,10 @@ pub struct VslParams {
     /// [`ftl::FtlConfig::gc_catchup_moves_lebs`].
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub catchup_moves_lebs: f64,
+    /// Write units the groomer's reads run ahead of its moves beyond one
+    /// round of the banks (absent: 0): [`ftl::FtlConfig::gc_read_ahead_units`].
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub gc_read_ahead_units: u32,
 }
 
 impl VslParams {
@@ -202,6 +206,7 @@ impl VslParams {
         catchup_after_ns: None,
         gc_stall_quantum_lebs: 0.0,
         catchup_moves_lebs: 0.0,
+        gc_read_ahead_units: 0,
     };
 }
 

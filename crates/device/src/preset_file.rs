@@ -275,6 +275,7 @@ pub const SOURCED_FIELDS: &[&str] = &[
     "vsl.catchup_after_ns",
     "vsl.gc_stall_quantum_lebs",
     "vsl.catchup_moves_lebs",
+    "vsl.gc_read_ahead_units",
     "power.slot_powered",
     "power.cooling_share",
     "power.idle_w",
@@ -414,6 +415,7 @@ impl PresetFile {
                 || (f == "vsl.catchup_after_ns" && self.vsl.catchup_after_ns.is_none())
                 || (f == "vsl.gc_stall_quantum_lebs" && self.vsl.gc_stall_quantum_lebs == 0.0)
                 || (f == "vsl.catchup_moves_lebs" && self.vsl.catchup_moves_lebs == 0.0)
+                || (f == "vsl.gc_read_ahead_units" && self.vsl.gc_read_ahead_units == 0)
         };
         if let Some(f) = SOURCED_FIELDS
             .iter()
@@ -578,6 +580,12 @@ impl VslParams {
             c.int("vsl.catchup_after_ns", a, 1_000_000, 60_000_000_000)?;
         }
         c.float("vsl.catchup_moves_lebs", self.catchup_moves_lebs, 0.0, 64.0)?;
+        c.int(
+            "vsl.gc_read_ahead_units",
+            self.gc_read_ahead_units as u64,
+            0,
+            64,
+        )?;
         if self.catchup_moves_lebs > 0.0 && self.catchup_lebs > 0.0 {
             return Err(format!(
                 "{}: vsl.catchup_moves_lebs and vsl.catchup_lebs are both set (catch-up \

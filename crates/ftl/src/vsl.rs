@@ -135,6 +135,13 @@ pub struct FtlConfig {
     /// same bytes; a target in work costs the same time at every scale.
     /// 0 turns it off.
     pub gc_catchup_moves_lebs: f64,
+    /// GC read-ahead: the groomer reads the write units of its victim
+    /// `banks + gc_read_ahead_units` units ahead of the one it moves from
+    /// (0: one round of the banks). A move's data must be read before the
+    /// unit it fills can program, and a bank programs its units in order,
+    /// so a read that lands late leaves that bank idle in front of every
+    /// write queued after it (docs/MODEL.md "GC read-ahead").
+    pub gc_read_ahead_units: u32,
     /// How long without a host write counts as writes having stopped, for
     /// catch-up grooming (10 ms: [`IDLE_AFTER`], the idle detection).
     pub gc_catchup_after_ns: u64,
@@ -212,6 +219,7 @@ impl FtlConfig {
             gc_stall_quantum_lebs: 0.0,
             gc_catchup_lebs: 0.0,
             gc_catchup_moves_lebs: 0.0,
+            gc_read_ahead_units: 0,
             gc_catchup_after_ns: IDLE_AFTER.0,
             gc_yield_ns: 0,
             gc_idle_fraction: 0.0,
@@ -1462,7 +1470,8 @@ impl Vsl {
                 self.gc.clear_reads();
                 v.ahead = unit;
             }
-            while v.ahead < units && v.ahead <= unit + banks {
+            let reach = unit + banks + self.cfg.gc_read_ahead_units;
+            while v.ahead < units && v.ahead <= reach {
                 let first = base + v.ahead * self.spu;
                 let n = self.map.count_valid(first, first + self.spu) as u64;
                 if n > 0 {
@@ -1473,8 +1482,8 @@ impl Vsl {
                 }
                 v.ahead += 1;
             }
-            if v.ahead >= units && unit + banks >= units {
-                self.read_ahead_next(t, unit + banks + 1 - units);
+            if v.ahead >= units && reach >= units {
+                self.read_ahead_next(t, reach + 1 - units);
             }
             v.read_done = self.gc.read_of(unit).unwrap_or(t);
             v.read_unit = unit;
@@ -1493,7 +1502,7 @@ impl Vsl {
     }
 
     /// A scaled card's read-ahead past the end of a small victim: one
-    /// full-size unit's GC reads run `banks` write units ahead of its
+    /// full-size unit's GC reads run the read-ahead's reach ahead of its
     /// moves without a break, so while the current victim is not its
     /// group's last, the next one is picked now and its first `want`
     /// units read (a full-size card restarts the read-ahead once per

@@ -436,6 +436,7 @@ pub const PARAMS: &[ParamDef] = &[
     ParamDef { name: "vsl.gc_read_charge", lo: 0.0, hi: 1.0, integer: false, why: "assumption: moves each sector a host read takes from the NAND costs the groomer's budget (0.5: a read's bus time where the bus bounds the move capacity)" },
     ParamDef { name: "vsl.gc_stall_quantum_lebs", lo: 0.0, hi: 2.0, integer: false, why: "assumption: the sectors a foreground stall moves in all, in erase units of slots (the VSL's groomer has blocks-per and data-per limits whose values are not published)" },
     ParamDef { name: "vsl.catchup_moves_lebs", lo: 0.0, hi: 16.0, integer: false, why: "assumption: catch-up grooming counted in work, erase units of slots moved once host writes stop after a stall (freeing it sets vsl.catchup_lebs to 0)" },
+    ParamDef { name: "vsl.gc_read_ahead_units", lo: 0.0, hi: 16.0, integer: true, why: "assumption: write units the groomer's reads run ahead of its moves beyond one round of the banks" },
     ParamDef { name: "vsl.catchup_after_ns", lo: 1e7, hi: 1e10, integer: true, why: "public driver configuration / assumption: how long without a host write counts as writes having stopped for catch-up grooming (10 ms, the idle detection, up to two of the VSL's 5 s groomer polls)" },
     ParamDef { name: "vsl.dispatch_in_order", lo: 0.0, hi: 1.0, integer: true, why: "assumption: the driver dispatches a member's I/Os in the order submitted (1) or lets writes pass reads waiting for the read pipe (0)" },
     ParamDef { name: "nand.read_ns", lo: 0.8, hi: 1.5, integer: false, why: "data sheet range: × the base tR (typical to maximum of the era)" },
@@ -485,6 +486,7 @@ pub fn apply(base: &Preset, free: &[&ParamDef], values: &[f64]) -> Preset {
             "vsl.gc_read_charge" => p.vsl.gc_read_charge = v,
             "vsl.gc_stall_quantum_lebs" => p.vsl.gc_stall_quantum_lebs = v,
             "vsl.catchup_after_ns" => p.vsl.catchup_after_ns = Some(v.round() as u64),
+            "vsl.gc_read_ahead_units" => p.vsl.gc_read_ahead_units = v.round() as u32,
             "vsl.catchup_moves_lebs" => {
                 // One target or the other: work replaces free space.
                 p.vsl.catchup_moves_lebs = v;
@@ -541,6 +543,7 @@ pub fn normalise(d: &ParamDef, base: &Preset) -> f64 {
         "vsl.gc_stall_quantum_lebs" => base.vsl.gc_stall_quantum_lebs,
         "vsl.catchup_after_ns" => base.vsl.catchup_after_ns.unwrap_or(10_000_000) as f64,
         "vsl.catchup_moves_lebs" => base.vsl.catchup_moves_lebs,
+        "vsl.gc_read_ahead_units" => base.vsl.gc_read_ahead_units as f64,
         "vsl.read_priority_background_only" => base.vsl.read_priority_background_only as u8 as f64,
         "vsl.read_priority_gc_reads_in_order" => {
             base.vsl.read_priority_gc_reads_in_order as u8 as f64
