@@ -35,6 +35,7 @@ fn card(idle: f64) -> FtlConfig {
         gc_stall_quantum_lebs: 0.0,
         gc_catchup_lebs: 0.0,
         gc_catchup_moves_lebs: 0.0,
+        gc_read_ahead_units: 0,
         gc_catchup_after_ns: ftl::IDLE_AFTER.0,
         gc_yield_ns: 0,
         gc_idle_fraction: idle,
