@@ -137,7 +137,10 @@ pub struct FtlConfig {
     pub gc_catchup_moves_lebs: f64,
     /// GC read-ahead: the groomer reads the write units of its victim
     /// `banks + gc_read_ahead_units` units ahead of the one it moves from
-    /// (0: one round of the banks). A move's data must be read before the
+    /// (0: one round of the banks); a scaled card's read-ahead into the
+    /// next small victim of its group still starts `banks` units before
+    /// the end (`Vsl::read_ahead_next`: starting it earlier brought the
+    /// 0.02 card's gap back). A move's data must be read before the
     /// unit it fills can program, and a bank programs its units in order,
     /// so a read that lands late leaves that bank idle in front of every
     /// write queued after it (docs/MODEL.md "GC read-ahead").
@@ -1482,8 +1485,8 @@ impl Vsl {
                 }
                 v.ahead += 1;
             }
-            if v.ahead >= units && reach >= units {
-                self.read_ahead_next(t, reach + 1 - units);
+            if v.ahead >= units && unit + banks >= units {
+                self.read_ahead_next(t, unit + banks + 1 - units);
             }
             v.read_done = self.gc.read_of(unit).unwrap_or(t);
             v.read_unit = unit;
@@ -1502,7 +1505,7 @@ impl Vsl {
     }
 
     /// A scaled card's read-ahead past the end of a small victim: one
-    /// full-size unit's GC reads run the read-ahead's reach ahead of its
+    /// full-size unit's GC reads run `banks` write units ahead of its
     /// moves without a break, so while the current victim is not its
     /// group's last, the next one is picked now and its first `want`
     /// units read (a full-size card restarts the read-ahead once per

@@ -62,7 +62,12 @@ fn steady(preset: &str, format: Format, scale: f64, full_warmup_s: f64) -> [f64;
 /// stall: at 0.02, since parking starts from its settled share
 /// (2026-11-29), one stall of the window takes 311 ms where every other
 /// takes 284-286 ms, as the full card's (1.094 ×; cause not found), so
-/// stock spreads are bounded at 10 %.
+/// stock spreads are bounded at 10 %. A stddev below 1 % of the full
+/// card's mean latency counts as flat and is compared against that 1 %
+/// (2026-12-07: with the family values the full hp card's spread is
+/// 20 µs on a 5.7 ms mean, and the 0.02 card's 26 µs, a ratio of 1.31
+/// but 0.11 of the 1 %; the 3-page units' gap of "GC read-ahead" in
+/// docs/MODEL.md, 211-224 µs, still fails it: 4.3-4.6).
 fn check(preset: &str, format: Format, scales: &[(f64, f64)], full_warmup_s: f64, tails: f64) {
     let names = ["IOPS", "WA", "avg", "stddev", "p99", "max"];
     let full = steady(preset, format, 1.0, full_warmup_s);
@@ -70,7 +75,15 @@ fn check(preset: &str, format: Format, scales: &[(f64, f64)], full_warmup_s: f64
     for &(scale, mean_bound) in scales {
         let part = steady(preset, format, scale, full_warmup_s);
         for i in 0..names.len() {
-            let r = part[i] / full[i];
+            // A spread below 1 % of the mean latency is flat: it is
+            // compared against that 1 %, not as a ratio of two
+            // near-zero figures.
+            let base = if i == 3 {
+                full[3].max(0.01 * full[2])
+            } else {
+                full[i]
+            };
+            let r = 1.0 + (part[i] - full[i]) / base;
             println!(
                 "{preset} {format:?} scale {scale}: {} {:.1} vs full {:.1} ({r:.3})",
                 names[i], part[i], full[i]
