@@ -191,6 +191,11 @@ struct FigureReport {
     loo_predicted: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     loo_error_pct: Option<f64>,
+    /// `--loo`: where the refit without this figure ended, one value per
+    /// free parameter in the order of `parameters` (absent where no refit
+    /// ran: a figure the free parameters never moved).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    loo_point: Option<Vec<f64>>,
     /// `--confirm SCALE`: the fitted preset's value on that card.
     #[serde(skip_serializing_if = "Option::is_none")]
     confirmed: Option<f64>,
@@ -678,6 +683,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
 
     let search_s = started.elapsed().as_secs_f64();
     let mut loo = vec![None; figures.len()];
+    let mut loo_points: Vec<Option<Vec<f64>>> = vec![None; figures.len()];
     let mut loo_surface = None;
     // Refit rounds: none without --loo, one on the model, --loo-rounds on
     // a surface.
@@ -716,6 +722,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
             // constant: the search without it is the search with it.
             if ev.constant(j, fitted_model[j]) {
                 loo[j] = Some(fitted_model[j]);
+                loo_points[j] = None;
                 continue;
             }
             bar.set_message(format!(
@@ -749,6 +756,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
             let (bj, _, _) = refit.map_err(|e| anyhow!("leave-one-out search: {e}"))?;
             // What is reported is the model's value at the refit's point.
             loo[j] = ev.model(&bj).map(|m| m[j]);
+            loo_points[j] = Some(ev.values(&bj));
         }
     }
     // After the refits, so that the surface they search is the same with
@@ -888,7 +896,8 @@ pub fn fit(a: FitArgs) -> Result<()> {
         .iter()
         .zip(&fitted_model)
         .zip(&loo)
-        .map(|((f, &m), l)| FigureReport {
+        .zip(loo_points)
+        .map(|(((f, &m), l), loo_point)| FigureReport {
             figure: f.label(),
             measured: f.value,
             measured_range: f.range,
@@ -898,6 +907,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
             within_tolerance: fit::error(f, m).abs() <= 1.0,
             loo_predicted: *l,
             loo_error_pct: l.map(|l| fit::relative_error(f, l) * 100.0),
+            loo_point,
             confirmed: None,
             confirmed_error_pct: None,
         })
@@ -1215,6 +1225,24 @@ fn print_report(r: &Report, resumed: usize, evaluated: usize) {
             p.at_bound.unwrap_or("-")
         );
     }
+    if r.figures.iter().any(|f| f.loo_point.is_some()) {
+        // Where each refit went: a figure held out that pulls the others'
+        // fit somewhere else shows here, with the parameters it moved.
+        print!("\n{:<60}", "leave-one-out refit's point (held-out figure)");
+        for p in &r.parameters {
+            print!(" {:>12}", short_name(p.name));
+        }
+        println!();
+        for f in &r.figures {
+            if let Some(point) = &f.loo_point {
+                print!("{:<60}", f.figure);
+                for v in point {
+                    print!(" {v:>12.4}");
+                }
+                println!();
+            }
+        }
+    }
     if let Some(noise) = r.noise {
         println!(
             "\nsensitivity: each parameter moved across its range, {}; the cost at the fit {:.3}; a rise below {noise:.3}, the noise (at least 1, or the spread of the costs of the {} points evaluated within 1 % of the fit), is a point the figures do not tell apart from it; {} evaluated points are within it",
@@ -1277,4 +1305,11 @@ fn print_report(r: &Report, resumed: usize, evaluated: usize) {
         }
     }
     println!("\nwrote {}", r.out);
+}
+
+/// A parameter's name without its table (`vsl.gc_share` -> `gc_share`),
+/// cut to a column's width.
+fn short_name(name: &str) -> String {
+    let n = name.rsplit('.').next().unwrap_or(name);
+    n.chars().take(12).collect()
 }

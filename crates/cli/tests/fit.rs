@@ -524,11 +524,31 @@ fn fit_leave_one_out_and_full_card_confirmation() {
         } else {
             assert!(rep.get("loo_surface").is_none(), "{rep}");
         }
+        assert!(out.contains("leave-one-out refit's point"), "{out}");
+        let params = rep["parameters"].as_array().unwrap();
         for f in figs {
             let measured = f["measured"].as_f64().unwrap();
             let fitted = f["fitted"].as_f64().unwrap();
             let loo = f["loo_predicted"].as_f64().unwrap();
             let confirmed = f["confirmed"].as_f64().unwrap();
+            // Where the refit without this figure ended: one value per free
+            // parameter, inside its range; the other figure follows the
+            // same single parameter, so the refit stays within a tenth of
+            // the range of the fit's value.
+            let point = f["loo_point"].as_array().expect("loo_point");
+            assert_eq!(point.len(), params.len(), "{f}");
+            for (v, p) in point.iter().zip(params) {
+                let (v, lo, hi) = (
+                    v.as_f64().unwrap(),
+                    p["lo"].as_f64().unwrap(),
+                    p["hi"].as_f64().unwrap(),
+                );
+                assert!((lo..=hi).contains(&v), "{method}: {v} outside {p}");
+                assert!(
+                    (v - p["fitted"].as_f64().unwrap()).abs() <= 0.1 * (hi - lo),
+                    "{method}: refit at {v}, fit at {p}"
+                );
+            }
             // The report's percentages are what the values say.
             let pct = |v: f64| (v / measured - 1.0) * 100.0;
             assert!(

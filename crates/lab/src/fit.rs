@@ -441,6 +441,7 @@ pub const PARAMS: &[ParamDef] = &[
     ParamDef { name: "vsl.dispatch_in_order", lo: 0.0, hi: 1.0, integer: true, why: "assumption: the driver dispatches a member's I/Os in the order submitted (1) or lets writes pass reads waiting for the read pipe (0)" },
     ParamDef { name: "nand.read_ns", lo: 0.8, hi: 1.5, integer: false, why: "data sheet range: × the base tR (typical to maximum of the era)" },
     ParamDef { name: "nand.program_ns", lo: 0.7, hi: 1.6, integer: false, why: "data sheet range: × the base tPROG (typical to maximum of the era)" },
+    ParamDef { name: "nand.bus_bytes_per_s", lo: 0.8, hi: 1.25, integer: false, why: "published range: × the base channel bus rate (ONFI 1.0 asynchronous timing modes: 40 MB/s is mode 4, tRC 25 ns; 50 MB/s mode 5, tRC 20 ns; 33 MB/s mode 3)" },
 ];
 
 /// The default free set of `vsl fit`.
@@ -502,6 +503,9 @@ pub fn apply(base: &Preset, free: &[&ParamDef], values: &[f64]) -> Preset {
             "nand.program_ns" => {
                 p.timing.program_ns = (base.timing.program_ns as f64 * v).round() as u64
             }
+            "nand.bus_bytes_per_s" => {
+                p.timing.bus_bytes_per_s = (base.timing.bus_bytes_per_s as f64 * v).round() as u64
+            }
             _ => unreachable!("checked by param()"),
         }
         p.sources
@@ -548,7 +552,7 @@ pub fn normalise(d: &ParamDef, base: &Preset) -> f64 {
         "vsl.read_priority_gc_reads_in_order" => {
             base.vsl.read_priority_gc_reads_in_order as u8 as f64
         }
-        "nand.read_ns" | "nand.program_ns" => 1.0,
+        "nand.read_ns" | "nand.program_ns" | "nand.bus_bytes_per_s" => 1.0,
         _ => unreachable!(),
     };
     ((v - d.lo) / (d.hi - d.lo)).clamp(0.0, 1.0)
@@ -1184,6 +1188,34 @@ mod tests {
     /// A bowl with its minimum at 0.3 on every axis.
     fn bowl(x: &[f64]) -> f64 {
         x.iter().map(|v| (v - 0.3).powi(2)).sum()
+    }
+
+    #[test]
+    fn nand_multipliers_scale_the_base_and_start_at_one() {
+        // NAND timing and the channel bus are fitted as multiples of the
+        // base preset's data-sheet values: the search starts at 1 and a
+        // value scales the base's figure (not the last fitted one).
+        let base = Preset::by_name("iodrive-duo-640-mlc").expect("built-in");
+        for (name, v) in [
+            ("nand.bus_bytes_per_s", 1.25),
+            ("nand.read_ns", 0.8),
+            ("nand.program_ns", 1.6),
+        ] {
+            let d = param(name).unwrap();
+            let x = normalise(d, base);
+            assert!((denormalise(d, x) - 1.0).abs() < 1e-12, "{name} starts at {x}");
+            let p = apply(base, &[d], &[v]);
+            let (got, want) = match name {
+                "nand.bus_bytes_per_s" => (p.timing.bus_bytes_per_s, base.timing.bus_bytes_per_s),
+                "nand.read_ns" => (p.timing.read_ns, base.timing.read_ns),
+                _ => (p.timing.program_ns, base.timing.program_ns),
+            };
+            assert_eq!(got, (want as f64 * v).round() as u64, "{name}");
+            assert!(p.sources[name].starts_with("calibrated: vsl fit"), "{name}");
+        }
+        // 40 MB/s × 1.25: ONFI 1.0's fastest asynchronous mode, 50 MB/s.
+        let d = param("nand.bus_bytes_per_s").unwrap();
+        assert_eq!(apply(base, &[d], &[1.25]).timing.bus_bytes_per_s, 50_000_000);
     }
 
     #[test]
