@@ -722,7 +722,6 @@ pub fn fit(a: FitArgs) -> Result<()> {
             // constant: the search without it is the search with it.
             if ev.constant(j, fitted_model[j]) {
                 loo[j] = Some(fitted_model[j]);
-                loo_points[j] = None;
                 continue;
             }
             bar.set_message(format!(
