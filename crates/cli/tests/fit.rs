@@ -596,10 +596,16 @@ fn fit_leave_one_out_and_full_card_confirmation() {
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let s = &rep["loo_surface"];
     assert_eq!(s["rounds"].as_u64(), Some(2), "{rep}");
-    // The first round's refits landed off the search's points: the second
-    // surface has more.
-    assert!(s["points"].as_u64().unwrap() > first_points, "{rep}");
+    // Each figure alone pins the reserve and the fit meets both: left out,
+    // either moves the surface's optimum nowhere, so every refit's point
+    // is the fit's (a refit is the fit moved by its distance from the
+    // surface's own optimum), in both rounds, and the second surface was
+    // fitted to at least the first's points.
+    assert!(s["points"].as_u64().unwrap() >= first_points, "{rep}");
+    let fitted = rep["parameters"][0]["fitted"].as_f64().unwrap();
+    assert_eq!(s["optimum"][0].as_f64(), Some(fitted), "{rep}");
     for f in rep["figures"].as_array().unwrap() {
+        assert_eq!(f["loo_point"][0].as_f64(), Some(fitted), "{f}");
         assert!(loo_predicts(f, &rep), "round 2 prediction off: {f}");
     }
     // Out of range: one line, exit non-zero.

@@ -965,6 +965,28 @@ impl Surrogate {
         self.quadratic
     }
 
+    /// The surface moved, per figure, so that it gives `model` at `x`
+    /// exactly (in log space for a figure fitted there): a least-squares
+    /// surface passes near, not through, the points, and at the fitted
+    /// point the model's own values are known.
+    pub fn anchored(mut self, x: &[f64], model: &[f64]) -> Surrogate {
+        let t = surface_terms(x, self.quadratic);
+        for ((c, log), &m) in self.coef.iter_mut().zip(model) {
+            let v: f64 = c.iter().zip(&t).map(|(c, t)| c * t).sum();
+            let target = if *log {
+                if m > 0.0 {
+                    m.ln()
+                } else {
+                    continue;
+                }
+            } else {
+                m
+            };
+            c[0] += target - v;
+        }
+        self
+    }
+
     /// Every figure's value on the surface at normalised point `x`.
     pub fn predict(&self, x: &[f64]) -> Vec<f64> {
         let t = surface_terms(x, self.quadratic);
@@ -980,6 +1002,54 @@ impl Surrogate {
             })
             .collect()
     }
+}
+
+/// Leave-one-out on a response surface: the surface anchored at the
+/// fitted point `best` (where the model gave `model`), its own optimum
+/// with every figure, and the refit without each figure of `refit`
+/// (`None`: not refitted), taken as `best` moved by that refit's distance
+/// from the surface's optimum. A least-squares surface's optimum lies off
+/// the model's; the offset is the surface's error, the same for every
+/// refit, not the left-out figure's weight: so a figure that adds nothing
+/// to the objective near the fit is refitted at `best` exactly. Each
+/// search is [`nelder_mead`] from `best` with `step`.
+pub fn surface_refits(
+    surface: Surrogate,
+    figures: &[Figure],
+    best: &[f64],
+    model: &[f64],
+    refit: &[bool],
+    step: f64,
+    seed: u64,
+) -> Result<(Vec<f64>, Vec<Option<Vec<f64>>>), String> {
+    let s = surface.anchored(best, model);
+    let search = |use_fig: &[bool]| {
+        nelder_mead(best, step, seed, 400, 0, PROGRESS, &mut |x| {
+            cost(figures, &s.predict(x), use_fig)
+        })
+        .map(|(p, _, _)| p)
+    };
+    let all = vec![true; figures.len()];
+    let optimum = search(&all)?;
+    let points = refit
+        .iter()
+        .enumerate()
+        .map(|(j, &r)| {
+            if !r {
+                return Ok(None);
+            }
+            let mut use_fig = all.clone();
+            use_fig[j] = false;
+            let p = search(&use_fig)?;
+            Ok(Some(
+                best.iter()
+                    .zip(p.iter().zip(&optimum))
+                    .map(|(b, (p, o))| (b + p - o).clamp(0.0, 1.0))
+                    .collect(),
+            ))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok((optimum, points))
 }
 
 #[cfg(test)]
@@ -1095,6 +1165,136 @@ mod tests {
         let x = [0.3, 0.6];
         assert!((s.predict(&x)[1] - f(&x)[1]).abs() < 1e-6);
         assert!(Surrogate::fit(&pts[..3]).is_none());
+    }
+
+    #[test]
+    fn an_anchored_surface_passes_through_its_point_and_keeps_its_slopes() {
+        // A plane fitted to noisy points misses a given point; anchored
+        // there it gives that point's values exactly, and differences
+        // between other points are the unanchored surface's.
+        let mut rng = sim::Prng::from_seed(11);
+        let pts: Vec<(Vec<f64>, Vec<f64>)> = (0..8)
+            .map(|_| {
+                let x = vec![rng.next_f64(), rng.next_f64()];
+                let noise = 0.1 * (rng.next_f64() - 0.5);
+                (
+                    x.clone(),
+                    vec![(2.0 + x[0] - x[1] + noise).exp(), 3.0 * x[0] - 1.5 + noise],
+                )
+            })
+            .collect();
+        let s = Surrogate::fit(&pts[..5]).expect("a plane");
+        let at = [0.4, 0.7];
+        let model = [9.0, -0.5];
+        let before = s.predict(&at);
+        assert!((before[0] - 9.0).abs() > 1e-3 && (before[1] + 0.5).abs() > 1e-3);
+        let a = s.clone().anchored(&at, &model);
+        let got = a.predict(&at);
+        assert!(
+            (got[0] - 9.0).abs() < 1e-9 && (got[1] + 0.5).abs() < 1e-9,
+            "{got:?}"
+        );
+        let (p, q) = ([0.1, 0.2], [0.9, 0.3]);
+        // Ratios for the log-space figure, differences for the other.
+        let ratio = |s: &Surrogate| s.predict(&p)[0] / s.predict(&q)[0];
+        let diff = |s: &Surrogate| s.predict(&p)[1] - s.predict(&q)[1];
+        assert!((ratio(&a) - ratio(&s)).abs() < 1e-9);
+        assert!((diff(&a) - diff(&s)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn surface_refits_move_the_fit_by_what_a_figure_weighs_and_no_more() {
+        // Two parameters. Figures a and d follow x0 alone, with different
+        // slopes, and disagree (a wants x0 ≈ 0.69, d 0.5), b follows x0
+        // and x1, c is a lower
+        // bound met everywhere near the fit. The surface is fitted to
+        // points of a model it cannot follow exactly (a cubic term), so its
+        // optimum lies off the model's.
+        let fig = |test: &str, value: f64, at_least: bool| Figure {
+            test: test.into(),
+            format: "stock".into(),
+            threads: 16,
+            qd: 16,
+            statistic: "row".into(),
+            value,
+            tolerance: 0.1,
+            at_least,
+            range: None,
+        };
+        let figures = vec![
+            fig("a", 2.0, false),
+            fig("b", 3.0, false),
+            fig("c", 0.5, true),
+            fig("d", 2.0, false),
+        ];
+        let model = |x: &[f64]| {
+            let a = 1.0 + 0.5 * x[0] + 3.0 * x[0].powi(6);
+            vec![a, 2.0 + x[0] + 1.5 * x[1], 1.0 + x[1], 1.0 + 2.0 * x[0]]
+        };
+        let mut rng = sim::Prng::from_seed(5);
+        let pts: Vec<(Vec<f64>, Vec<f64>)> = (0..30)
+            .map(|_| {
+                let x = vec![rng.next_f64(), rng.next_f64()];
+                (x.clone(), model(&x))
+            })
+            .collect();
+        let all = [true; 4];
+        // The model's own fit, on a fine grid.
+        let grid = |use_fig: &[bool]| {
+            let mut best = (f64::MAX, vec![0.0, 0.0]);
+            for i in 0..=400 {
+                for k in 0..=400 {
+                    let x = vec![i as f64 / 400.0, k as f64 / 400.0];
+                    let c = cost(&figures, &model(&x), use_fig);
+                    if c < best.0 {
+                        best = (c, x);
+                    }
+                }
+            }
+            best.1
+        };
+        let best = grid(&all);
+        let at = model(&best);
+        assert!(cost(&figures, &at, &all) > 0.1, "a and d disagree");
+        let refits = |flags: &[bool]| {
+            surface_refits(
+                Surrogate::fit(&pts).expect("a quadratic"),
+                &figures,
+                &best,
+                &at,
+                flags,
+                0.05,
+                1,
+            )
+            .unwrap()
+        };
+        let (optimum, points) = refits(&all);
+        // The surface's optimum lies off the fit (else the test below
+        // could not tell the shift from a plain refit).
+        assert!(
+            optimum
+                .iter()
+                .zip(&best)
+                .any(|(o, b)| (o - b).abs() > 0.005),
+            "{optimum:?} against {best:?}"
+        );
+        // c weighs nothing near the fit: its refit is the fit.
+        let c = points[2].as_ref().unwrap();
+        for (v, b) in c.iter().zip(&best) {
+            assert!((v - b).abs() < 1e-9, "{c:?} against {best:?}");
+        }
+        // Without a, the refit moves x0 down towards d, as the model's own
+        // refit does, and by about as much.
+        let exact = grid(&[false, true, true, true]);
+        let p = points[0].as_ref().unwrap();
+        assert!(p[0] < best[0] - 0.05, "{p:?} from {best:?}");
+        assert!(
+            (p[0] - exact[0]).abs() < 0.3 * (best[0] - exact[0]),
+            "{p:?}, model's {exact:?}"
+        );
+        // A figure not asked for is not refitted.
+        let (_, none) = refits(&[false; 4]);
+        assert!(none.iter().all(Option::is_none));
     }
 
     #[test]
