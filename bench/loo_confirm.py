@@ -12,11 +12,11 @@ the row by a fit that did not see it, on the full card.
 FIT.json is `vsl fit --json` (figures of statistic `row`, i.e. a table of
 `vsl validate` rows such as bench/fit_640mlc_steady.toml), FITTED.toml its
 `--out`. By default each run is the figure's format's whole table, as
-`vsl validate` runs it at full size: the rows of a table carry one card
-through their tests, and a row run alone (`--alone`, a quicker look:
-only the tests it needs, from a fresh card) can differ a lot (the stock
-8K 70/30 σ of the 640 MLC's fitted preset of 2026-12-07: 9.4 ms in the
-whole table, 2.81 ms alone). Prints one line per figure: measured, the LOO error at the fit's
+`vsl validate` runs it at full size (its own --round, --window and
+--max-precondition, not the fit's); `--alone` runs only the tests the
+held-out row needs, a quicker look (on the 640 MLC's fit of 2026-12-07
+the stock 8K 70/30 σ at its refit's point was 4.93 ms either way).
+Prints one line per figure: measured, the LOO error at the fit's
 scale and at --scale (the error against the nearer end of a measured
 range, as `vsl validate` and `vsl fit` judge), and the count within ±25 %.
 """
