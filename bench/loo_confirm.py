@@ -68,10 +68,10 @@ def preset_at(text, params, point):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("fit_json")
-    ap.add_argument("fitted_toml")
-    ap.add_argument("--scale", type=float, default=1.0)
-    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("fit_json", help="the fit's report (vsl fit --loo --json)")
+    ap.add_argument("fitted_toml", help="the fit's preset (vsl fit --out)")
+    ap.add_argument("--scale", type=float, default=1.0, help="the card to run on (1: full size)")
+    ap.add_argument("--jobs", type=int, default=2, help="runs at once")
     ap.add_argument("--alone", action="store_true",
                     help="run each held-out row alone (only the tests it needs), not its whole table")
     ap.add_argument("--out", default=None, help="directory for the presets and tables")

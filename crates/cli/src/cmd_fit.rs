@@ -714,12 +714,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
                     points.len()
                 )
             })?;
-            loo_surface = Some(LooSurface {
-                points: points.len(),
-                quadratic: s.is_quadratic(),
-                rounds: round,
-                optimum: Vec::new(),
-            });
+            let quadratic = s.is_quadratic();
             // On the 640 MLC's fit of 2026-12-07 the surface's own optimum
             // had the move hold at 0.20 against the fit's 0.27: each refit
             // is the fit moved by its distance from that optimum.
@@ -733,9 +728,12 @@ pub fn fit(a: FitArgs) -> Result<()> {
                 a.seed,
             )
             .map_err(|e| anyhow!("leave-one-out search: {e}"))?;
-            if let Some(l) = loo_surface.as_mut() {
-                l.optimum = ev.values(&optimum);
-            }
+            loo_surface = Some(LooSurface {
+                points: points.len(),
+                quadratic,
+                rounds: round,
+                optimum: ev.values(&optimum),
+            });
             Some(pts)
         } else {
             None
