@@ -90,8 +90,10 @@ pub struct FitArgs {
     #[arg(long)]
     pub loo: bool,
     /// How each leave-one-out refit searches: `surrogate` (default) on a
-    /// quadratic surface fitted to every point the search evaluated, then
-    /// one model evaluation at the refit's point (at most one per figure);
+    /// quadratic surface fitted to every point the search evaluated and
+    /// anchored at the fit (the refit's point: the fit moved by what
+    /// leaving the figure out moves the surface's optimum), then one model
+    /// evaluation at the refit's point (at most one per figure);
     /// `search` on the model itself, as the main search (one search per
     /// figure: hours for a table of both formats).
     #[arg(long, default_value = "surrogate", value_parser = ["surrogate", "search"])]
