@@ -1099,4 +1099,49 @@ mod tests {
             "the carried card's state made no difference"
         );
     }
+
+    #[test]
+    fn the_mixed_loads_rows_are_read_where_the_reviewer_read_them() {
+        // Stock: the rate off the window after the preconditioning (§4's
+        // steady-state test), the spread off the SNIA window's rounds
+        // (§4b's preconditioning chart); hp: both off the rounds.
+        let rows = [
+            ("stock", "8K 70/30 steady state 16T/16Q"),
+            ("stock", "8K 70/30 preconditioning latency stddev"),
+        ];
+        let o = small(&rows, true);
+        let (stock, pres) = steady_state_tests(&o, Format::Stock, "stock", &mut |_| {}).unwrap();
+        let p = pres
+            .iter()
+            .find(|p| p.test == "8K 70/30")
+            .expect("the 70/30 test ran");
+        let sd = tail_mean(&p.rounds_lat_stddev_us) / 1e3;
+        assert_eq!(stock.len(), 2);
+        assert_eq!(stock[1].model.to_bits(), sd.to_bits());
+        // The window is another run than the rounds: its rate is none of
+        // theirs and not their mean.
+        let rate = stock[0].model;
+        assert!(rate > 0.0);
+        assert!(p.rounds_iops.iter().all(|&r| r != rate));
+        assert_ne!(rate, tail_mean(&p.rounds_iops));
+        let rows = [
+            ("hp", "8K 70/30 preconditioning 16T/16Q"),
+            ("hp", "8K 70/30 preconditioning latency stddev"),
+        ];
+        let (hp, pres) = validate_hp(&small(&rows, true), &mut |_| {}).unwrap();
+        let p = pres
+            .iter()
+            .find(|p| p.test == "8K 70/30")
+            .expect("the 70/30 test ran");
+        let got: Vec<u64> = hp.iter().map(|r| r.model.to_bits()).collect();
+        let want = [
+            tail_mean(&p.rounds_iops).to_bits(),
+            (tail_mean(&p.rounds_lat_stddev_us) / 1e3).to_bits(),
+        ];
+        assert_eq!(got, want);
+        assert!(
+            p.rounds_iops.len() >= 2,
+            "one round cannot tell the mean from the last"
+        );
+    }
 }
