@@ -7,7 +7,7 @@ fitted preset with that point's values and runs `vsl validate` at --scale
 (default 1, the full card) for that figure's format: the prediction of
 the row by a fit that did not see it, on the full card.
 
-    bench/loo_confirm.py FIT.json FITTED.toml [--scale 1] [--jobs 2] [--alone] [--out DIR]
+    bench/loo_confirm.py FIT.json FITTED.toml [--scale 1] [--jobs 2] [--alone] [--only TEXT] [--out DIR]
 
 FIT.json is `vsl fit --json` (figures of statistic `row`, i.e. a table of
 `vsl validate` rows such as bench/fit_640mlc_steady.toml), FITTED.toml its
@@ -75,6 +75,8 @@ def main():
     ap.add_argument("--alone", action="store_true",
                     help="run each held-out row alone (only the tests it needs), not its whole table")
     ap.add_argument("--out", default=None, help="directory for the presets and tables")
+    ap.add_argument("--only", action="append", default=[], metavar="TEXT",
+                    help="only the held-out figures whose name (\"format: test\") contains TEXT (repeatable)")
     a = ap.parse_args()
     try:
         rep = json.load(open(a.fit_json))
@@ -90,13 +92,16 @@ def main():
     for i, f in enumerate(rep["figures"]):
         if not f.get("loo_point"):
             continue
+        if a.only and not any(t in f["figure"] for t in a.only):
+            continue
         fmt, test = f["figure"].split(": ", 1)
         path = os.path.join(out, f"loo-{i:02}.toml")
         with open(path, "w") as fh:
             fh.write(preset_at(fitted, params, f["loo_point"]))
         jobs.append((i, f, fmt, test, path))
     if not jobs:
-        fail("no figure has a leave-one-out point (run vsl fit with --loo)")
+        fail("no figure has a leave-one-out point (run vsl fit with --loo)" if not a.only
+             else f"no figure with a leave-one-out point matches --only {a.only}")
 
     def run(job):
         i, f, fmt, test, path = job
