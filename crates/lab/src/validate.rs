@@ -654,6 +654,8 @@ const MIX_ROWS: [Stat; 2] = [
         tail_mean(&p.rounds_lat_stddev_us) / 1e3
     }),
 ];
+/// The stock File Server row is a measurement window's, the hp one its
+/// preconditioning's (the reviewer's two figures).
 const FS_ROWS: [Stat; 2] = [
     ("File Server steady-state average latency", |_, f| {
         f.lat_avg_us / 1e3
