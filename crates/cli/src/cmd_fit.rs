@@ -93,9 +93,14 @@ pub struct FitArgs {
     /// quadratic surface fitted to every point the search evaluated and
     /// anchored at the fit (the refit's point: the fit moved by what
     /// leaving the figure out moves the surface's optimum), then one model
-    /// evaluation at the refit's point (at most one per figure);
-    /// `search` on the model itself, as the main search (one search per
-    /// figure: hours for a table of both formats).
+    /// evaluation at the refit's point. A refit point where the model fits
+    /// the other figures worse than at the fit, by more than the
+    /// objective's noise, is the surface's error, not a refit: it is
+    /// replaced by the model's own refit (a search as `search`'s, from the
+    /// point evaluated so far that fits the other figures best), reported
+    /// as `loo_surface_rejected`. `search` on the model itself, as the
+    /// main search (one search per figure: hours for a table of both
+    /// formats).
     #[arg(long, default_value = "surrogate", value_parser = ["surrogate", "search"])]
     pub loo_method: String,
     /// Nelder-Mead iterations of each leave-one-out refit with
@@ -177,6 +182,20 @@ pub struct FitArgs {
     pub quiet: bool,
 }
 
+/// A surface's leave-one-out refit that the model did not bear out.
+#[derive(Clone, Serialize)]
+struct LooRejected {
+    /// The surface's refit point, one value per free parameter.
+    surface_point: Vec<f64>,
+    /// The held-in figures' cost on the model there, and at the fit.
+    held_in_cost: f64,
+    fit_held_in_cost: f64,
+    /// The held-in cost where the model's own refit started (the best
+    /// point evaluated so far for them) and where it ended.
+    start_cost: f64,
+    end_cost: f64,
+}
+
 #[derive(Serialize)]
 struct FigureReport {
     figure: String,
@@ -198,6 +217,12 @@ struct FigureReport {
     /// ran: a figure the free parameters never moved).
     #[serde(skip_serializing_if = "Option::is_none")]
     loo_point: Option<Vec<f64>>,
+    /// `--loo-method surrogate`: the surface's refit point was rejected
+    /// (the model fits the held-in figures worse there than at the fit,
+    /// beyond the objective's noise) and `loo_point` is the model's own
+    /// refit instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    loo_surface_rejected: Option<LooRejected>,
     /// `--confirm SCALE`: the fitted preset's value on that card.
     #[serde(skip_serializing_if = "Option::is_none")]
     confirmed: Option<f64>,
@@ -692,6 +717,10 @@ pub fn fit(a: FitArgs) -> Result<()> {
     let mut loo = vec![None; figures.len()];
     let mut loo_points: Vec<Option<Vec<f64>>> = vec![None; figures.len()];
     let mut loo_surface = None;
+    let mut loo_rejected: Vec<Option<LooRejected>> = vec![None; figures.len()];
+    // A surface's refit is checked against the fit within the objective's
+    // noise as the search saw it (before any refit's point).
+    let (loo_noise, _) = fit::objective_noise(&figures, &ev.points(), &best, cost, a.progress);
     // Refit rounds: none without --loo, one on the model, --loo-rounds on
     // a surface.
     let rounds = match (a.loo, surrogate_loo) {
@@ -775,6 +804,39 @@ pub fn fit(a: FitArgs) -> Result<()> {
                     .0
                 }
             };
+            // The surface's point, checked on the model in the last round:
+            // where the model fits the held-in figures worse there than at
+            // the fit, the model's own refit replaces it.
+            let bj = if surface_points.is_some() && round == rounds {
+                let points = ev.points();
+                let (p, rejected) = fit::checked_refit(
+                    &figures,
+                    j,
+                    bj,
+                    &fitted_model,
+                    &points,
+                    loo_noise,
+                    &fit::RefitSearch {
+                        step: a.step / 2.0,
+                        seed: a.seed,
+                        max_iters: a.loo_iters.unwrap_or(a.max_iters),
+                        patience: a.patience,
+                        progress: a.progress,
+                    },
+                    &mut |x| ev.model(x),
+                )
+                .map_err(|e| anyhow!("leave-one-out search: {e}"))?;
+                loo_rejected[j] = rejected.map(|r| LooRejected {
+                    surface_point: ev.values(&r.surface_point),
+                    held_in_cost: r.held_in_cost,
+                    fit_held_in_cost: r.fit_held_in_cost,
+                    start_cost: r.start_cost,
+                    end_cost: r.end_cost,
+                });
+                p
+            } else {
+                bj
+            };
             // What is reported is the model's value at the refit's point.
             loo[j] = ev.model(&bj).map(|m| m[j]);
             loo_points[j] = Some(ev.values(&bj));
@@ -787,23 +849,11 @@ pub fn fit(a: FitArgs) -> Result<()> {
     // of the points evaluated around the fitted one (within 1 % of every
     // range) lie. A nearby run's stalls fall differently, so a probe whose
     // rise is within that spread is not told apart from the fit.
-    let near: Vec<f64> = if a.sensitivity {
-        ev.points()
-            .into_iter()
-            .filter(|(x, _)| x.iter().zip(&best).all(|(a, b)| (a - b).abs() <= 0.01))
-            .map(|(_, m)| fit::cost(&figures, &m, &all))
-            .collect()
+    let (noise, near) = if a.sensitivity {
+        fit::objective_noise(&figures, &ev.points(), &best, cost, a.progress)
     } else {
-        Vec::new()
+        (1f64.max(a.progress * cost), 0)
     };
-    let spread_near = if near.len() >= 3 {
-        let lo = near.iter().copied().fold(f64::MAX, f64::min);
-        let hi = near.iter().copied().fold(f64::MIN, f64::max);
-        hi - lo
-    } else {
-        0.0
-    };
-    let noise = (1.0f64).max(a.progress * cost).max(spread_near);
     if a.sensitivity {
         for (i, d) in free.iter().enumerate() {
             for xi in SENSITIVITY_AT {
@@ -918,20 +968,24 @@ pub fn fit(a: FitArgs) -> Result<()> {
         .zip(&fitted_model)
         .zip(&loo)
         .zip(loo_points)
-        .map(|(((f, &m), l), loo_point)| FigureReport {
-            figure: f.label(),
-            measured: f.value,
-            measured_range: f.range,
-            tolerance: f.tolerance,
-            fitted: m,
-            error_pct: fit::relative_error(f, m) * 100.0,
-            within_tolerance: fit::error(f, m).abs() <= 1.0,
-            loo_predicted: *l,
-            loo_error_pct: l.map(|l| fit::relative_error(f, l) * 100.0),
-            loo_point,
-            confirmed: None,
-            confirmed_error_pct: None,
-        })
+        .zip(loo_rejected)
+        .map(
+            |((((f, &m), l), loo_point), loo_surface_rejected)| FigureReport {
+                figure: f.label(),
+                measured: f.value,
+                measured_range: f.range,
+                tolerance: f.tolerance,
+                fitted: m,
+                error_pct: fit::relative_error(f, m) * 100.0,
+                within_tolerance: fit::error(f, m).abs() <= 1.0,
+                loo_predicted: *l,
+                loo_error_pct: l.map(|l| fit::relative_error(f, l) * 100.0),
+                loo_point,
+                loo_surface_rejected,
+                confirmed: None,
+                confirmed_error_pct: None,
+            },
+        )
         .collect();
     let mut params: Vec<ParamReport> = free
         .iter()
@@ -993,7 +1047,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
         loo_method: a.loo.then(|| a.loo_method.clone()),
         loo_surface,
         noise: a.sensitivity.then_some(noise),
-        noise_points: a.sensitivity.then_some(near.len()),
+        noise_points: a.sensitivity.then_some(near),
         points_within_noise: a.sensitivity.then_some(within.len()),
         profile_iters: (a.sensitivity && a.profile_iters > 0).then_some(a.profile_iters),
         confirm_scale: None,
@@ -1095,8 +1149,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
     Ok(())
 }
 
-/// The objective at a point whose card failed to build or run.
-const FAILED_COST: f64 = 1e9;
+use fit::FAILED_COST;
 
 /// A parameter's value for the report: whole above 100, else up to four
 /// decimals.
@@ -1273,6 +1326,16 @@ fn print_report(r: &Report, resumed: usize, evaluated: usize) {
                 "(the anchored surface's own optimum, every figure)",
                 &s.optimum,
             );
+        }
+        // Surface refits the model did not bear out, and what replaced
+        // them.
+        for f in &r.figures {
+            if let Some(x) = &f.loo_surface_rejected {
+                println!(
+                    "{}: the surface's refit point was rejected (the other figures' cost on the model {:.2} there, {:.2} at the fit); the model's own refit from the best point evaluated for them ({:.2}) ended at {:.2}",
+                    f.figure, x.held_in_cost, x.fit_held_in_cost, x.start_cost, x.end_cost
+                );
+            }
         }
     }
     if let Some(noise) = r.noise {
