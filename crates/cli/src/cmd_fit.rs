@@ -319,6 +319,11 @@ struct Report<'a> {
     /// costs of the `noise_points` (when there are three or more).
     #[serde(skip_serializing_if = "Option::is_none")]
     noise: Option<f64>,
+    /// `--loo-method surrogate`: the same noise, of the search's points
+    /// alone: a refit point whose held-in cost exceeds the fit's by more
+    /// is rejected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    loo_noise: Option<f64>,
     /// `--sensitivity`: how many evaluated points lay within 1 % of every
     /// range of the fitted one, whose spread of costs is part of the noise.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1047,6 +1052,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
         loo_method: a.loo.then(|| a.loo_method.clone()),
         loo_surface,
         noise: a.sensitivity.then_some(noise),
+        loo_noise: (a.loo && surrogate_loo).then_some(loo_noise),
         noise_points: a.sensitivity.then_some(near),
         points_within_noise: a.sensitivity.then_some(within.len()),
         profile_iters: (a.sensitivity && a.profile_iters > 0).then_some(a.profile_iters),
@@ -1332,8 +1338,13 @@ fn print_report(r: &Report, resumed: usize, evaluated: usize) {
         for f in &r.figures {
             if let Some(x) = &f.loo_surface_rejected {
                 println!(
-                    "{}: the surface's refit point was rejected (the other figures' cost on the model {:.2} there, {:.2} at the fit); the model's own refit from the best point evaluated for them ({:.2}) ended at {:.2}",
-                    f.figure, x.held_in_cost, x.fit_held_in_cost, x.start_cost, x.end_cost
+                    "{}: the surface's refit point was rejected (the other figures' cost on the model {:.2} there, {:.2} at the fit, noise {:.2}); the model's own refit from the best point evaluated for them ({:.2}) ended at {:.2}",
+                    f.figure,
+                    x.held_in_cost,
+                    x.fit_held_in_cost,
+                    r.loo_noise.unwrap_or(0.0),
+                    x.start_cost,
+                    x.end_cost
                 );
             }
         }

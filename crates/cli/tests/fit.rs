@@ -521,6 +521,12 @@ fn fit_leave_one_out_and_full_card_confirmation() {
             assert!(s["points"].as_u64().unwrap() >= 5, "{rep}");
             first_points = s["points"].as_u64().unwrap();
             assert!(out.contains("quadratic surface"), "{out}");
+            // The surface follows this one-parameter model: the model
+            // bears out every refit's point (none replaced by a search).
+            for f in figs {
+                assert!(f.get("loo_surface_rejected").is_none(), "{f}");
+            }
+            assert!(!out.contains("was rejected"), "{out}");
         } else {
             assert!(rep.get("loo_surface").is_none(), "{rep}");
         }
