@@ -814,6 +814,10 @@ pub fn fit(a: FitArgs) -> Result<()> {
             // the fit, the model's own refit replaces it.
             let bj = if surface_points.is_some() && round == rounds {
                 let points = ev.points();
+                let iters = a.loo_iters.unwrap_or(a.max_iters);
+                // The first call is the check; a second starts the model's
+                // refit: the bar grows by a search's estimate then.
+                let mut calls = 0;
                 let (p, rejected) = fit::checked_refit(
                     &figures,
                     j,
@@ -824,11 +828,22 @@ pub fn fit(a: FitArgs) -> Result<()> {
                     &fit::RefitSearch {
                         step: a.step / 2.0,
                         seed: a.seed,
-                        max_iters: a.loo_iters.unwrap_or(a.max_iters),
+                        max_iters: iters,
                         patience: a.patience,
                         progress: a.progress,
                     },
-                    &mut |x| ev.model(x),
+                    &mut |x| {
+                        calls += 1;
+                        if calls == 2 {
+                            ev.bar.inc_length(n + 1 + 2 * iters);
+                            ev.bar.set_message(format!(
+                                "leave-one-out {}/{}: the surface's refit rejected, refitting on the model",
+                                j + 1,
+                                figures.len()
+                            ));
+                        }
+                        ev.model(x)
+                    },
                 )
                 .map_err(|e| anyhow!("leave-one-out search: {e}"))?;
                 loo_rejected[j] = rejected.map(|r| LooRejected {

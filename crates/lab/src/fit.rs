@@ -1338,17 +1338,7 @@ mod tests {
         // x1; c is a lower bound met everywhere near the fit. The surface
         // is fitted to points of a model it cannot follow exactly (a sixth
         // power), so its optimum lies off the model's.
-        let fig = |test: &str, value: f64, at_least: bool| Figure {
-            test: test.into(),
-            format: "stock".into(),
-            threads: 16,
-            qd: 16,
-            statistic: "row".into(),
-            value,
-            tolerance: 0.1,
-            at_least,
-            range: None,
-        };
+        let fig = |test: &str, value: f64, at_least: bool| row(test, value, 0.1, at_least);
         let figures = vec![
             fig("a", 2.0, false),
             fig("b", 3.0, false),
@@ -1431,17 +1421,7 @@ mod tests {
         // wants x1 = 0.4 but with a tolerance ten times wider. Without c
         // the others are met at x0 = 0.6, x1 = 0.4 too, so the refit
         // without c is the fit.
-        let fig = |test: &str, value: f64, tolerance: f64| Figure {
-            test: test.into(),
-            format: "stock".into(),
-            threads: 16,
-            qd: 16,
-            statistic: "row".into(),
-            value,
-            tolerance,
-            at_least: false,
-            range: None,
-        };
+        let fig = |test: &str, value: f64, tolerance: f64| row(test, value, tolerance, false);
         let figures = vec![fig("a", 1.6, 0.05), fig("b", 2.0, 0.05), fig("c", 1.4, 0.5)];
         let model = |x: &[f64]| vec![1.0 + x[0], 1.0 + x[0] + x[1], 1.0 + x[1]];
         let best = vec![0.6, 0.4];
@@ -1596,6 +1576,21 @@ mod tests {
                 let m = crate::validate::measured(&f.format, &f.test).unwrap();
                 assert_eq!(f.interval(), (m.lo, m.hi), "{name}: {}", f.label());
             }
+        }
+    }
+
+    /// A stock `row` figure at 16T/16Q.
+    fn row(test: &str, value: f64, tolerance: f64, at_least: bool) -> Figure {
+        Figure {
+            test: test.into(),
+            format: "stock".into(),
+            threads: 16,
+            qd: 16,
+            statistic: "row".into(),
+            value,
+            tolerance,
+            at_least,
+            range: None,
         }
     }
 
