@@ -8,7 +8,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use device::Preset;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use lab::fit::{self, Figure, FitRun, ParamDef};
+use lab::fit::{self, Figure, FitRun, ParamDef, FAILED_COST};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -869,11 +869,7 @@ pub fn fit(a: FitArgs) -> Result<()> {
     // of the points evaluated around the fitted one (within 1 % of every
     // range) lie. A nearby run's stalls fall differently, so a probe whose
     // rise is within that spread is not told apart from the fit.
-    let (noise, near) = if a.sensitivity {
-        fit::objective_noise(&figures, &ev.points(), &best, cost, a.progress)
-    } else {
-        (1f64.max(a.progress * cost), 0)
-    };
+    let (noise, near) = fit::objective_noise(&figures, &ev.points(), &best, cost, a.progress);
     if a.sensitivity {
         for (i, d) in free.iter().enumerate() {
             for xi in SENSITIVITY_AT {
@@ -1169,8 +1165,6 @@ pub fn fit(a: FitArgs) -> Result<()> {
     }
     Ok(())
 }
-
-use fit::FAILED_COST;
 
 /// A parameter's value for the report: whole above 100, else up to four
 /// decimals.
